@@ -1,0 +1,33 @@
+# Finds LLVM 22, LLD 22, Boost 1.81 (Process is header-only, Filesystem is
+# compiled), zlib and zstd. LLVM's CMake folder comes from llvm-config-22 so
+# that a machine with several LLVMs picks 22.
+find_program(LLVM_CONFIG_22 NAMES llvm-config-22
+             PATHS /usr/lib/llvm-22/bin REQUIRED)
+execute_process(COMMAND ${LLVM_CONFIG_22} --cmakedir
+                OUTPUT_VARIABLE HOTLINK_LLVM_CMAKEDIR
+                OUTPUT_STRIP_TRAILING_WHITESPACE COMMAND_ERROR_IS_FATAL ANY)
+get_filename_component(HOTLINK_LLD_CMAKEDIR "${HOTLINK_LLVM_CMAKEDIR}/../lld" ABSOLUTE)
+
+find_package(LLVM REQUIRED CONFIG PATHS "${HOTLINK_LLVM_CMAKEDIR}" NO_DEFAULT_PATH)
+find_package(LLD REQUIRED CONFIG PATHS "${HOTLINK_LLD_CMAKEDIR}" NO_DEFAULT_PATH)
+find_package(ZLIB REQUIRED)
+find_package(Boost 1.81 EXACT REQUIRED COMPONENTS filesystem)
+find_package(Threads REQUIRED)
+
+if(NOT LLVM_VERSION_MAJOR EQUAL 22)
+  message(FATAL_ERROR "hotlink needs LLVM 22, found ${LLVM_PACKAGE_VERSION} in ${LLVM_DIR}")
+endif()
+message(STATUS "hotlink: LLVM ${LLVM_PACKAGE_VERSION} from ${LLVM_DIR}")
+
+# The tools we generate fixtures and compare against.
+get_filename_component(HOTLINK_LLVM_BINDIR "${HOTLINK_LLVM_CMAKEDIR}/../../../bin" ABSOLUTE)
+find_program(HOTLINK_CLANG NAMES clang-22 clang PATHS ${HOTLINK_LLVM_BINDIR} NO_DEFAULT_PATH)
+find_program(HOTLINK_LLVM_MC NAMES llvm-mc-22 llvm-mc PATHS ${HOTLINK_LLVM_BINDIR} NO_DEFAULT_PATH)
+find_program(HOTLINK_LD_LLD NAMES ld.lld-22 ld.lld PATHS /usr/bin ${HOTLINK_LLVM_BINDIR} NO_DEFAULT_PATH)
+
+# One interface target that carries LLVM's include dirs and definitions.
+add_library(hotlink_llvm INTERFACE)
+target_include_directories(hotlink_llvm SYSTEM INTERFACE ${LLVM_INCLUDE_DIRS})
+separate_arguments(HOTLINK_LLVM_DEFS NATIVE_COMMAND "${LLVM_DEFINITIONS}")
+target_compile_options(hotlink_llvm INTERFACE ${HOTLINK_LLVM_DEFS})
+target_link_libraries(hotlink_llvm INTERFACE LLVM)

@@ -1,0 +1,75 @@
+// hotlink's error value, shared by every module.
+//
+// Contract: a fallible hotlink function returns `Expected<T>` (or a result
+// struct carrying `std::optional<Error>`); it never prints, never throws
+// across the API and never exits the process. An Error says what failed
+// (code + message), which input and which symbol or flag caused it, and
+// what the user can do about it (hint).
+#pragma once
+
+#include <string>
+#include <utility>
+#include <variant>
+
+namespace hotlink {
+
+enum class ErrorCode {
+  BadRequest,        // the request itself is malformed (unknown target, bad flag)
+  InputNotFound,     // an input path does not exist or cannot be read
+  InvalidInput,      // empty, not an object, truncated, unsupported kind
+  FormatMismatch,    // an input's object format differs from the target's
+  ArchMismatch,      // an input's architecture differs from the target's
+  MixedFormats,      // inputs of several formats in one link
+  BadSymbolName,     // a name that could change the meaning of a script
+  MissingExport,     // a requested export is not defined by any input
+  UndefinedSymbol,   // the link left symbols undefined
+  DuplicateSymbol,   // two inputs define the same strong symbol
+  OutputError,       // the output cannot be written or published
+  LinkFailed,        // lld reported another error
+  LinkerUnavailable, // in-process lld refused to run again and no worker
+  WorkerFailed,      // the out-of-process worker crashed or misbehaved
+  WorkerTimeout,     // the worker did not answer within the timeout
+  Internal,          // a bug in hotlink; please report
+};
+
+const char *to_string(ErrorCode code);
+
+struct Error {
+  ErrorCode code = ErrorCode::Internal;
+  std::string message; // what failed
+  std::string input;   // the input (name or path) that caused it, if any
+  std::string symbol;  // the symbol or flag that caused it, if any
+  std::string hint;    // what to do about it
+
+  // "error[missing-export]: input 'k.o': symbol 'f': ... (hint: ...)"
+  std::string to_string() const;
+};
+
+// A value or an Error. Deliberately tiny: check with ok(), then use value()
+// or error().
+template <class T> class Expected {
+public:
+  Expected(T value) : v_(std::move(value)) {}
+  Expected(Error error) : v_(std::move(error)) {}
+  bool ok() const { return v_.index() == 0; }
+  explicit operator bool() const { return ok(); }
+  T &value() { return std::get<0>(v_); }
+  const T &value() const { return std::get<0>(v_); }
+  T *operator->() { return &value(); }
+  const T *operator->() const { return &value(); }
+  T &operator*() { return value(); }
+  const Error &error() const { return std::get<1>(v_); }
+  Error take_error() { return std::move(std::get<1>(v_)); }
+
+private:
+  std::variant<T, Error> v_;
+};
+
+inline Error make_error(ErrorCode code, std::string message,
+                        std::string input = {}, std::string symbol = {},
+                        std::string hint = {}) {
+  return Error{code, std::move(message), std::move(input), std::move(symbol),
+               std::move(hint)};
+}
+
+} // namespace hotlink

@@ -1,0 +1,388 @@
+#include "exports/symbols.h"
+
+#include "llvm/BinaryFormat/COFF.h"
+#include "llvm/BinaryFormat/ELF.h"
+#include "llvm/BinaryFormat/MachO.h"
+#include "llvm/Object/Archive.h"
+#include "llvm/Object/COFF.h"
+#include "llvm/Object/COFFImportFile.h"
+#include "llvm/Object/ELFObjectFile.h"
+#include "llvm/Object/MachO.h"
+#include "llvm/Object/ObjectFile.h"
+#include "llvm/Object/Wasm.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <algorithm>
+
+using namespace llvm;
+using namespace llvm::object;
+
+namespace hotlink {
+
+const char *to_string(ErrorCode code) {
+  switch (code) {
+  case ErrorCode::BadRequest: return "bad-request";
+  case ErrorCode::InputNotFound: return "input-not-found";
+  case ErrorCode::InvalidInput: return "invalid-input";
+  case ErrorCode::FormatMismatch: return "format-mismatch";
+  case ErrorCode::ArchMismatch: return "arch-mismatch";
+  case ErrorCode::MixedFormats: return "mixed-formats";
+  case ErrorCode::BadSymbolName: return "bad-symbol-name";
+  case ErrorCode::MissingExport: return "missing-export";
+  case ErrorCode::UndefinedSymbol: return "undefined-symbol";
+  case ErrorCode::DuplicateSymbol: return "duplicate-symbol";
+  case ErrorCode::OutputError: return "output-error";
+  case ErrorCode::LinkFailed: return "link-failed";
+  case ErrorCode::LinkerUnavailable: return "linker-unavailable";
+  case ErrorCode::WorkerFailed: return "worker-failed";
+  case ErrorCode::WorkerTimeout: return "worker-timeout";
+  case ErrorCode::Internal: return "internal";
+  }
+  return "unknown";
+}
+
+std::string Error::to_string() const {
+  std::string s = "error[";
+  s += hotlink::to_string(code);
+  s += "]: ";
+  if (!input.empty())
+    s += "input '" + input + "': ";
+  if (!symbol.empty())
+    s += "'" + symbol + "': ";
+  s += message;
+  if (!hint.empty())
+    s += " (hint: " + hint + ")";
+  return s;
+}
+
+namespace exports {
+
+const char *to_string(Format f) {
+  switch (f) {
+  case Format::ELF: return "ELF";
+  case Format::COFF: return "COFF";
+  case Format::MachO: return "Mach-O";
+  case Format::Wasm: return "wasm";
+  case Format::Unknown: break;
+  }
+  return "unknown";
+}
+
+const char *to_string(Arch a) {
+  switch (a) {
+  case Arch::X86_64: return "x86_64";
+  case Arch::X86: return "i386";
+  case Arch::AArch64: return "aarch64";
+  case Arch::Wasm32: return "wasm32";
+  case Arch::Unknown: break;
+  }
+  return "unknown";
+}
+
+namespace {
+
+Arch arch_of(Triple::ArchType a) {
+  switch (a) {
+  case Triple::x86_64: return Arch::X86_64;
+  case Triple::x86: return Arch::X86;
+  case Triple::aarch64: return Arch::AArch64;
+  case Triple::wasm32: return Arch::Wasm32;
+  default: return Arch::Unknown;
+  }
+}
+
+Arch arch_of_coff_machine(uint16_t m) {
+  switch (m) {
+  case COFF::IMAGE_FILE_MACHINE_AMD64: return Arch::X86_64;
+  case COFF::IMAGE_FILE_MACHINE_I386: return Arch::X86;
+  case COFF::IMAGE_FILE_MACHINE_ARM64: return Arch::AArch64;
+  default: return Arch::Unknown;
+  }
+}
+
+Format format_of(const Binary &b) {
+  if (b.isELF()) return Format::ELF;
+  if (b.isCOFF() || b.isCOFFImportFile()) return Format::COFF;
+  if (b.isMachO()) return Format::MachO;
+  if (b.isWasm()) return Format::Wasm;
+  return Format::Unknown;
+}
+
+FileKind kind_of(const ObjectFile &o) {
+  if (auto *e = dyn_cast<ELFObjectFileBase>(&o)) {
+    switch (e->getEType()) {
+    case ELF::ET_REL: return FileKind::Object;
+    case ELF::ET_DYN: return FileKind::SharedObject;
+    case ELF::ET_EXEC: return FileKind::Executable;
+    default: return FileKind::Other;
+    }
+  }
+  if (auto *c = dyn_cast<COFFObjectFile>(&o)) {
+    if (!c->getPE32Header() && !c->getPE32PlusHeader())
+      return FileKind::Object;
+    return (c->getCharacteristics() & COFF::IMAGE_FILE_DLL)
+               ? FileKind::SharedObject
+               : FileKind::Executable;
+  }
+  if (auto *m = dyn_cast<MachOObjectFile>(&o)) {
+    switch (m->getHeader().filetype) {
+    case MachO::MH_OBJECT: return FileKind::Object;
+    case MachO::MH_DYLIB: return FileKind::SharedObject;
+    case MachO::MH_EXECUTE: return FileKind::Executable;
+    default: return FileKind::Other;
+    }
+  }
+  if (auto *w = dyn_cast<WasmObjectFile>(&o)) {
+    // A linked (non-relocatable) wasm module is what a runtime instantiates:
+    // the wasm counterpart of a shared object.
+    return w->isRelocatableObject() ? FileKind::Object : FileKind::SharedObject;
+  }
+  return FileKind::Other;
+}
+
+bool section_writable(const ObjectFile &o, const SectionRef &sec) {
+  if (auto *e = dyn_cast<ELFObjectFileBase>(&o))
+    return ELFSectionRef(sec).getFlags() & ELF::SHF_WRITE;
+  if (auto *c = dyn_cast<COFFObjectFile>(&o))
+    return c->getCOFFSection(sec)->Characteristics &
+           COFF::IMAGE_SCN_MEM_WRITE;
+  if (auto *m = dyn_cast<MachOObjectFile>(&o)) {
+    StringRef seg = m->getSectionFinalSegmentName(sec.getRawDataRefImpl());
+    return seg == "__DATA";
+  }
+  if (isa<WasmObjectFile>(&o))
+    return sec.isData() || sec.isBSS();
+  return false;
+}
+
+std::string message_of(llvm::Error e) { return toString(std::move(e)); }
+
+Error invalid(const std::string &name, std::string why) {
+  return make_error(ErrorCode::InvalidInput, std::move(why), name, {},
+                    "pass a relocatable object (.o/.obj) or an archive of them");
+}
+
+// Appends the global and undefined symbols of one symbolic file.
+Expected<bool> collect(const SymbolicFile &f, const std::string &member,
+                       const std::string &name, std::vector<Symbol> &out) {
+  auto *obj = dyn_cast<ObjectFile>(&f);
+  for (const BasicSymbolRef &s : f.symbols()) {
+    auto flags = s.getFlags();
+    if (!flags)
+      return invalid(name, "cannot read symbol flags: " +
+                               message_of(flags.takeError()));
+    uint32_t fl = *flags;
+    if (fl & BasicSymbolRef::SF_FormatSpecific)
+      continue;
+    bool undefined = fl & BasicSymbolRef::SF_Undefined;
+    if (!undefined && !(fl & BasicSymbolRef::SF_Global))
+      continue;
+    Symbol sym;
+    if (obj) {
+      auto nm = SymbolRef(s.getRawDataRefImpl(), obj).getName();
+      if (!nm)
+        return invalid(name, "cannot read a symbol name: " +
+                                 message_of(nm.takeError()));
+      sym.name = nm->str();
+    } else {
+      raw_string_ostream os(sym.name);
+      if (llvm::Error e = s.printName(os))
+        return invalid(name, "cannot read a symbol name: " +
+                                 message_of(std::move(e)));
+    }
+    if (sym.name.empty())
+      continue;
+    sym.defined = !undefined;
+    sym.weak = fl & BasicSymbolRef::SF_Weak;
+    sym.common = fl & BasicSymbolRef::SF_Common;
+    sym.member = member;
+    if (obj && sym.defined) {
+      SymbolRef sr(s.getRawDataRefImpl(), obj);
+      auto type = sr.getType();
+      if (!type)
+        return invalid(name, "cannot read the type of symbol '" + sym.name +
+                                 "': " + message_of(type.takeError()));
+      sym.function = *type == SymbolRef::ST_Function;
+      auto sec = sr.getSection();
+      if (!sec)
+        return invalid(name, "symbol '" + sym.name +
+                                 "' names a bad section: " +
+                                 message_of(sec.takeError()));
+      if (*sec != obj->section_end()) {
+        if (!sym.function && (*type == SymbolRef::ST_Data ||
+                              (*sec)->isData() || (*sec)->isBSS()))
+          sym.data = true;
+        sym.writable = section_writable(*obj, **sec);
+        if ((*sec)->isText() && *type != SymbolRef::ST_Data)
+          sym.function = true, sym.data = false;
+      } else if (sym.common) {
+        sym.data = sym.writable = true;
+      }
+    }
+    out.push_back(std::move(sym));
+  }
+  return true;
+}
+
+struct Member {
+  Format format;
+  Arch arch;
+};
+
+Expected<Member> describe(const Binary &b, const std::string &name) {
+  Member m{format_of(b), Arch::Unknown};
+  if (auto *o = dyn_cast<ObjectFile>(&b))
+    m.arch = arch_of(o->getArch());
+  else if (auto *imp = dyn_cast<COFFImportFile>(&b))
+    m.arch = arch_of_coff_machine(imp->getMachine());
+  return m;
+}
+
+} // namespace
+
+Expected<ObjectInfo> read_object(const void *data, std::size_t size,
+                                 const std::string &name) {
+  if (size == 0)
+    return invalid(name, "the file is empty");
+  MemoryBufferRef buf(StringRef(static_cast<const char *>(data), size), name);
+  auto bin = createBinary(buf);
+  if (!bin)
+    return invalid(name, "not an object file or archive: " +
+                             message_of(bin.takeError()));
+  ObjectInfo info;
+  if (auto *a = dyn_cast<Archive>(bin->get())) {
+    info.kind = FileKind::Archive;
+    llvm::Error err = llvm::Error::success();
+    bool any = false;
+    for (const Archive::Child &c : a->children(err)) {
+      auto cname = c.getName();
+      std::string member = cname ? cname->str() : std::string("?");
+      auto mbuf = c.getMemoryBufferRef();
+      if (!mbuf)
+        return invalid(name, "archive member '" + member +
+                                 "' is unreadable: " +
+                                 message_of(mbuf.takeError()));
+      auto child = createBinary(*mbuf);
+      if (!child) {
+        // Archives may carry non-object members (e.g. symbol tables of
+        // other tools); lld ignores them too.
+        consumeError(child.takeError());
+        continue;
+      }
+      auto *sf = dyn_cast<SymbolicFile>(child->get());
+      if (!sf)
+        continue;
+      auto d = describe(*sf, name);
+      if (!d)
+        return d.take_error();
+      if (any && (d->format != info.format || d->arch != info.arch))
+        return make_error(ErrorCode::MixedFormats,
+                          std::string("archive mixes ") +
+                              to_string(info.format) + "/" +
+                              to_string(info.arch) + " and " +
+                              to_string(d->format) + "/" + to_string(d->arch) +
+                              " members (member '" + member + "')",
+                          name);
+      info.format = d->format;
+      info.arch = d->arch;
+      any = true;
+      auto ok = collect(*sf, member, name, info.symbols);
+      if (!ok)
+        return ok.take_error();
+    }
+    if (err)
+      return invalid(name, "corrupt archive: " + message_of(std::move(err)));
+    if (!any)
+      return invalid(name, "the archive has no object members");
+    return info;
+  }
+  auto *obj = dyn_cast<ObjectFile>(bin->get());
+  if (!obj)
+    return invalid(name, "not a relocatable object (unsupported binary kind)");
+  info.format = format_of(*obj);
+  info.arch = arch_of(obj->getArch());
+  info.kind = kind_of(*obj);
+  if (info.format == Format::Unknown)
+    return invalid(name, "unsupported object format");
+  if (info.kind != FileKind::Object)
+    return invalid(name, "this is a linked image, not a relocatable object");
+  // Touch every section header so that a truncated file is caught here with
+  // its name, rather than inside the linker.
+  for (const SectionRef &sec : obj->sections()) {
+    auto contents = sec.getContents();
+    if (!contents && !sec.isBSS())
+      return invalid(name, "truncated or corrupt section: " +
+                               message_of(contents.takeError()));
+    if (!contents)
+      consumeError(contents.takeError());
+  }
+  auto ok = collect(*obj, {}, name, info.symbols);
+  if (!ok)
+    return ok.take_error();
+  return info;
+}
+
+Expected<ArtifactInfo> read_artifact(const void *data, std::size_t size,
+                                     const std::string &name) {
+  if (size == 0)
+    return make_error(ErrorCode::InvalidInput, "the file is empty", name);
+  MemoryBufferRef buf(StringRef(static_cast<const char *>(data), size), name);
+  auto bin = createBinary(buf);
+  if (!bin)
+    return make_error(ErrorCode::InvalidInput,
+                      "not a binary: " + message_of(bin.takeError()), name);
+  auto *obj = dyn_cast<ObjectFile>(bin->get());
+  if (!obj)
+    return make_error(ErrorCode::InvalidInput,
+                      "not a shared object, DLL, dylib or wasm module", name);
+  ArtifactInfo info;
+  info.format = format_of(*obj);
+  info.arch = arch_of(obj->getArch());
+  info.kind = kind_of(*obj);
+  auto bad = [&](llvm::Error e) {
+    return make_error(ErrorCode::InvalidInput,
+                      "corrupt export table: " + message_of(std::move(e)),
+                      name);
+  };
+  if (auto *e = dyn_cast<ELFObjectFileBase>(obj)) {
+    for (const ELFSymbolRef &s : e->getDynamicSymbolIterators()) {
+      auto fl = s.getFlags();
+      if (!fl)
+        return bad(fl.takeError());
+      if (*fl & SymbolRef::SF_Undefined)
+        continue;
+      auto nm = s.getName();
+      if (!nm)
+        return bad(nm.takeError());
+      if (!nm->empty())
+        info.exports.push_back(nm->str());
+    }
+  } else if (auto *c = dyn_cast<COFFObjectFile>(obj)) {
+    for (const ExportDirectoryEntryRef &x : c->export_directories()) {
+      StringRef nm;
+      if (llvm::Error err = x.getSymbolName(nm))
+        return bad(std::move(err));
+      if (!nm.empty())
+        info.exports.push_back(nm.str());
+    }
+  } else if (auto *m = dyn_cast<MachOObjectFile>(obj)) {
+    llvm::Error err = llvm::Error::success();
+    for (const ExportEntry &x : m->exports(err))
+      info.exports.push_back(x.name().str());
+    if (err)
+      return bad(std::move(err));
+  } else if (auto *w = dyn_cast<WasmObjectFile>(obj)) {
+    for (const wasm::WasmExport &x : w->exports())
+      if (x.Kind == wasm::WASM_EXTERNAL_FUNCTION ||
+          x.Kind == wasm::WASM_EXTERNAL_GLOBAL)
+        info.exports.push_back(x.Name.str());
+  }
+  std::sort(info.exports.begin(), info.exports.end());
+  info.exports.erase(std::unique(info.exports.begin(), info.exports.end()),
+                     info.exports.end());
+  return info;
+}
+
+} // namespace exports
+} // namespace hotlink

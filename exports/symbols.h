@@ -1,0 +1,62 @@
+// Reading objects, archives and linked artifacts with LLVM Object.
+//
+// Contract: every reader takes bytes plus a display name (used in errors),
+// accepts any of ELF, COFF (incl. /bigobj), Mach-O and wasm, and never
+// crashes or aborts on malformed input: it returns an Error naming the input.
+// Symbol names are returned exactly as stored (C++ names stay mangled).
+#pragma once
+
+#include "exports/error.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace hotlink::exports {
+
+enum class Format { Unknown, ELF, COFF, MachO, Wasm };
+enum class Arch { Unknown, X86_64, X86, AArch64, Wasm32 };
+enum class FileKind { Object, Archive, SharedObject, Executable, Other };
+
+const char *to_string(Format f);
+const char *to_string(Arch a);
+
+struct Symbol {
+  std::string name;
+  bool defined = false;
+  bool weak = false;
+  bool common = false;
+  bool function = false;
+  bool data = false;     // an object (variable or constant)
+  bool writable = false; // defined in a writable section
+  std::string member;    // archive member it came from, empty for objects
+};
+
+struct ObjectInfo {
+  Format format = Format::Unknown;
+  Arch arch = Arch::Unknown;
+  FileKind kind = FileKind::Other;
+  std::vector<Symbol> symbols; // global and undefined symbols only
+};
+
+// Reads a relocatable object or an archive of them. For an archive, the
+// format and arch are those of its members (an error if they disagree, or if
+// it has no object members); symbols of every member are listed.
+Expected<ObjectInfo> read_object(const void *data, std::size_t size,
+                                 const std::string &name);
+
+struct ArtifactInfo {
+  Format format = Format::Unknown;
+  Arch arch = Arch::Unknown;
+  FileKind kind = FileKind::Other;
+  std::vector<std::string> exports; // names in the export table, sorted
+};
+
+// Reads a linked artifact (ELF .so, PE DLL, Mach-O dylib, wasm module) and
+// lists what it exports: ELF defined dynamic symbols, the PE export
+// directory, the Mach-O export trie (names keep their leading '_'), wasm
+// exports.
+Expected<ArtifactInfo> read_artifact(const void *data, std::size_t size,
+                                     const std::string &name);
+
+} // namespace hotlink::exports

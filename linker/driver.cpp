@@ -1,0 +1,183 @@
+// The in-process lld driver: the one place that calls lld::lldMain.
+//
+// lld keeps one process-wide context, so calls are serialized by one lock.
+// After a call that reports canRunAgain == false, lld's state may be
+// corrupt: the driver refuses to call it again in this process.
+#include "linker/job.h"
+
+#include "lld/Common/Driver.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <mutex>
+#include <unistd.h>
+
+LLD_HAS_DRIVER(elf)
+LLD_HAS_DRIVER(coff)
+LLD_HAS_DRIVER(macho)
+LLD_HAS_DRIVER(wasm)
+
+namespace hotlink::detail {
+
+namespace {
+
+std::mutex g_lld_mutex;            // lld's process-wide context
+std::atomic<bool> g_usable{true};  // false once lld said it cannot run again
+
+// Signal dispositions are process state that lld (through LLVM's crash
+// recovery) may change; they are put back after every call.
+struct SavedSignals {
+  struct sigaction actions[NSIG];
+  void save() {
+    for (int s = 1; s < NSIG; ++s)
+      if (s != SIGKILL && s != SIGSTOP)
+        sigaction(s, nullptr, &actions[s]);
+  }
+  void restore() const {
+    for (int s = 1; s < NSIG; ++s)
+      if (s != SIGKILL && s != SIGSTOP)
+        sigaction(s, &actions[s], nullptr);
+  }
+};
+
+// A private scratch directory, on tmpfs when the machine has one.
+std::string make_scratch(std::string &error) {
+  const char *env = std::getenv("HOTLINK_TMPDIR");
+  std::vector<std::string> bases;
+  if (env && *env)
+    bases.push_back(env);
+  bases.push_back("/dev/shm");
+  if (const char *t = std::getenv("TMPDIR"))
+    bases.push_back(t);
+  bases.push_back("/tmp");
+  for (const std::string &b : bases) {
+    std::string templ = b + "/hotlink-XXXXXX";
+    std::vector<char> buf(templ.begin(), templ.end());
+    buf.push_back('\0');
+    if (mkdtemp(buf.data()))
+      return buf.data();
+    error = "cannot create a scratch directory in " + b + ": " +
+            std::strerror(errno);
+  }
+  return {};
+}
+
+bool write_file(const std::string &path, const std::vector<std::uint8_t> &b) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0)
+    return false;
+  std::size_t off = 0;
+  while (off < b.size()) {
+    ssize_t n = ::write(fd, b.data() + off, b.size() - off);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      ::close(fd);
+      return false;
+    }
+    off += static_cast<std::size_t>(n);
+  }
+  return ::close(fd) == 0;
+}
+
+void replace_all(std::string &s, const std::string &from, const std::string &to) {
+  if (from.empty())
+    return;
+  for (std::size_t p = s.find(from); p != std::string::npos;
+       p = s.find(from, p + to.size()))
+    s.replace(p, from.size(), to);
+}
+
+} // namespace
+
+bool in_process_usable() { return g_usable.load(); }
+
+JobOutput run_in_process(const Job &job) {
+  JobOutput out;
+  std::string err;
+  std::string dir = make_scratch(err);
+  if (dir.empty()) {
+    out.setup_error = err;
+    return out;
+  }
+  struct Cleanup {
+    std::string dir;
+    ~Cleanup() { llvm::sys::fs::remove_directories(dir, /*IgnoreErrors=*/true); }
+  } cleanup{dir};
+
+  for (const auto &[name, bytes] : job.files) {
+    std::string path = dir + "/" + name;
+    if (!write_file(path, bytes)) {
+      out.setup_error = "cannot write " + path + ": " + std::strerror(errno);
+      return out;
+    }
+  }
+  std::vector<std::string> args;
+  args.reserve(job.args.size() + 1);
+  args.push_back(job.flavor);
+  for (const Arg &a : job.args)
+    args.push_back(a.before + (a.in_workdir ? dir + "/" : std::string()) +
+                   a.after);
+  std::vector<const char *> argv;
+  for (const std::string &a : args)
+    argv.push_back(a.c_str());
+
+  llvm::raw_string_ostream out_os(out.out_text), err_os(out.err_text);
+  {
+    std::lock_guard<std::mutex> lock(g_lld_mutex);
+    if (!g_usable.load()) {
+      out.can_run_again = false;
+      out.not_run = true;
+      out.setup_error = "in-process lld is unusable after an earlier fatal error";
+      return out;
+    }
+    SavedSignals sigs;
+    sigs.save();
+    auto t0 = std::chrono::steady_clock::now();
+    lld::Result r = lld::lldMain(argv, out_os, err_os,
+                                 {{lld::Gnu, &lld::elf::link},
+                                  {lld::WinLink, &lld::coff::link},
+                                  {lld::Darwin, &lld::macho::link},
+                                  {lld::Wasm, &lld::wasm::link}});
+    out.link_ms = std::chrono::duration<double, std::milli>(
+                      std::chrono::steady_clock::now() - t0)
+                      .count();
+    sigs.restore();
+    out.ret_code = r.retCode;
+    out.can_run_again = r.canRunAgain;
+    if (!r.canRunAgain)
+      g_usable.store(false);
+  }
+  out_os.flush();
+  err_os.flush();
+  // lld names scratch paths; show them relative to the scratch directory so
+  // that the diagnostics can be mapped back to the caller's input names.
+  replace_all(out.out_text, dir + "/", "");
+  replace_all(out.err_text, dir + "/", "");
+
+  if (out.ret_code == 0) {
+    auto buf = llvm::MemoryBuffer::getFile(dir + "/" + job.output_name,
+                                           /*IsText=*/false,
+                                           /*RequiresNullTerminator=*/false);
+    if (!buf) {
+      out.setup_error = "lld reported success but wrote no output '" +
+                        job.output_name + "': " + buf.getError().message();
+      return out;
+    }
+    const auto *p =
+        reinterpret_cast<const std::uint8_t *>((*buf)->getBufferStart());
+    out.artifact.assign(p, p + (*buf)->getBufferSize());
+  }
+  return out;
+}
+
+} // namespace hotlink::detail

@@ -1,0 +1,56 @@
+// Internal. A Job is a fully planned lld invocation: every check has been
+// made, every decision taken. Executing it needs only a scratch directory,
+// so the in-process driver and a worker process run the same Job and
+// produce the same bytes.
+#pragma once
+
+#include "exports/error.h"
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace hotlink::detail {
+
+// One argument: before + (in_workdir ? "<workdir>/" : "") + after.
+struct Arg {
+  std::string before;
+  bool in_workdir = false;
+  std::string after;
+};
+
+struct Job {
+  std::string flavor; // argv[0]: ld.lld, lld-link, ld64.lld or wasm-ld
+  std::vector<Arg> args;
+  // Files to create in the workdir before the link (in-memory inputs,
+  // support objects, export lists): relative name -> bytes.
+  std::vector<std::pair<std::string, std::vector<std::uint8_t>>> files;
+  std::string output_name; // lld's output, relative to the workdir
+  // Paths as lld will print them -> the names the user knows them by.
+  std::vector<std::pair<std::string, std::string>> display_names;
+};
+
+struct JobOutput {
+  int ret_code = 1;
+  bool can_run_again = true;
+  std::string out_text, err_text; // what lld printed, captured
+  std::vector<std::uint8_t> artifact;
+  double link_ms = 0;
+  std::string setup_error; // the scratch dir or output could not be handled
+  bool not_run = false;    // in-process lld was already unusable: run elsewhere
+};
+
+// Runs lld in this process under the process-wide lock.
+JobOutput run_in_process(const Job &job);
+
+// False once lld reported it cannot run again.
+bool in_process_usable();
+
+// Wire format between the service and hotlink-ld: length-prefixed fields.
+std::string encode(const Job &job);
+bool decode(const std::string &bytes, Job &job);
+std::string encode(const JobOutput &out);
+bool decode(const std::string &bytes, JobOutput &out);
+
+} // namespace hotlink::detail

@@ -1,0 +1,103 @@
+// The link request and its result: JIT objects in, a platform shared object
+// out (ELF .so, PE .dll, Mach-O .dylib, wasm module), linked by lld.
+//
+// Contract:
+// - A request is plain data; building one never touches the disk.
+// - In-memory inputs are never required to exist as files: any temporary
+//   storage is hotlink's (on tmpfs when available) and is removed after the
+//   link, whether it succeeded or failed.
+// - An output path is written atomically: the artifact appears complete
+//   under its final name or not at all. With no output path the artifact is
+//   returned as bytes.
+// - lld's diagnostics are captured into LinkResult::diagnostics; nothing is
+//   written to the host's stdout or stderr, and lld never exits the host.
+// Links are run by a LinkService (service.h).
+#pragma once
+
+#include "exports/error.h"
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace hotlink {
+
+// One object file or archive, from a path or from memory.
+struct Input {
+  std::string name;            // shown in diagnostics; the path for files
+  std::string path;            // empty for in-memory inputs
+  std::vector<std::uint8_t> bytes;
+
+  static Input file(std::string path);
+  static Input memory(std::string name, std::vector<std::uint8_t> bytes);
+  static Input memory(std::string name, const void *data, std::size_t size);
+  bool in_memory() const { return path.empty(); }
+};
+
+// Where the link runs. Auto: in-process when lld is free and usable, else an
+// idle out-of-process worker; always a worker once in-process lld became
+// unusable (or when the request carries -mllvm options, whose parse errors
+// exit the process).
+enum class Execution { Auto, InProcess, Isolated };
+
+// What to do with symbols nothing defines. TargetDefault: allowed for ELF
+// (resolved at load time) and Mach-O (-undefined dynamic_lookup), an error
+// for COFF (a DLL must resolve everything) and wasm.
+enum class Undefined { TargetDefault, Error, Allow };
+
+struct LinkRequest {
+  std::string target;                 // LLVM triple; empty = the host
+  std::vector<Input> inputs;
+  std::string output_path;            // empty = return the bytes
+  std::vector<std::string> exports;   // names to export; empty = lld default
+  std::vector<std::string> libraries; // -l names (or archive paths)
+  std::vector<std::string> library_paths;
+  std::string sysroot;
+  std::vector<std::string> extra_flags; // raw lld flags, appended last
+  unsigned threads = 1;               // lld's thread count
+  Undefined undefined = Undefined::TargetDefault;
+  Execution execution = Execution::Auto;
+  bool support_objects = true;        // generate _fltused/__chkstk for COFF
+  std::chrono::milliseconds timeout{60000}; // for a worker link
+};
+
+enum class Severity { Note, Warning, Error };
+
+struct Diagnostic {
+  Severity severity = Severity::Error;
+  std::string message;
+  std::string file;   // the input lld named, mapped back to Input::name
+  std::string symbol; // the symbol lld named, if any
+};
+
+struct Timings {
+  double validate_ms = 0; // reading and checking inputs
+  double prepare_ms = 0;  // support objects, export lists, temporary files
+  double link_ms = 0;     // lld itself
+  double publish_ms = 0;  // moving the artifact to its place
+  double total_ms = 0;
+};
+
+struct LinkResult {
+  std::optional<Error> error;          // set when the link failed
+  std::string target;                  // the normalized triple
+  std::string artifact_path;           // when an output path was given
+  std::vector<std::uint8_t> artifact;  // when no output path was given
+  std::vector<std::string> exports;    // the names the link exported
+  std::vector<std::string> support_objects; // symbols hotlink provided
+  std::vector<Diagnostic> diagnostics; // everything lld said
+  std::string executed_by;             // "in-process" or "worker"
+  Timings timings;
+
+  bool ok() const { return !error.has_value(); }
+};
+
+// The host's triple, as hotlink spells it (e.g. "x86_64-unknown-linux-gnu").
+std::string host_target();
+
+// The triples hotlink links for, one per line of the README's table.
+std::vector<std::string> supported_targets();
+
+} // namespace hotlink

@@ -1,0 +1,514 @@
+#include "linker/plan.h"
+
+#include "exports/names.h"
+#include "exports/symbols.h"
+#include "linker/support.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fcntl.h>
+#include <set>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace hotlink::detail {
+
+using exports::Format;
+
+namespace {
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now() - t0)
+      .count();
+}
+
+// A file name for an in-memory input inside the scratch directory: unique by
+// index, readable in lld's messages, and free of path syntax.
+std::string scratch_name(std::size_t index, const std::string &name) {
+  std::string base = llvm::sys::path::filename(name).str();
+  std::string clean;
+  for (char c : base.substr(0, 64))
+    clean += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' ||
+              c == '_' || c == '-')
+                 ? c
+                 : '_';
+  return "in" + std::to_string(index) + "-" + (clean.empty() ? "input" : clean);
+}
+
+Arg plain(std::string s) { return Arg{std::move(s), false, {}}; }
+Arg in_dir(std::string before, std::string name) {
+  return Arg{std::move(before), true, std::move(name)};
+}
+
+bool is_dir(const std::string &p) { return llvm::sys::fs::is_directory(p); }
+
+} // namespace
+
+Expected<Plan> plan_link(const LinkRequest &req, Timings &timings) {
+  auto t0 = std::chrono::steady_clock::now();
+  Plan plan;
+  auto target = resolve_target(req.target);
+  if (!target)
+    return target.take_error();
+  plan.target = *target;
+  const TargetInfo &tgt = plan.target;
+
+  if (req.inputs.empty())
+    return make_error(ErrorCode::BadRequest, "the link has no inputs", {}, {},
+                      "pass at least one object file");
+  if (req.threads == 0)
+    return make_error(ErrorCode::BadRequest, "threads must be at least 1", {},
+                      "--threads");
+
+  // 1. Read and check every input.
+  struct Loaded {
+    const Input *input;
+    std::string display;
+    std::string path; // absolute path for file inputs
+    exports::ObjectInfo info;
+  };
+  std::vector<Loaded> loaded;
+  for (const Input &in : req.inputs) {
+    Loaded l{&in, in.name.empty() ? in.path : in.name, {}, {}};
+    std::unique_ptr<llvm::MemoryBuffer> buf;
+    const void *data = in.bytes.data();
+    std::size_t size = in.bytes.size();
+    if (!in.in_memory()) {
+      llvm::SmallString<256> abs(in.path);
+      llvm::sys::fs::make_absolute(abs);
+      l.path = abs.str().str();
+      if (is_dir(l.path))
+        return make_error(ErrorCode::InvalidInput, "is a directory", l.display,
+                          {}, "pass an object file or archive");
+      auto b = llvm::MemoryBuffer::getFile(l.path, /*IsText=*/false,
+                                           /*RequiresNullTerminator=*/false);
+      if (!b)
+        return make_error(ErrorCode::InputNotFound,
+                          "cannot read: " + b.getError().message(), l.display,
+                          {}, "check that the path exists and is readable");
+      buf = std::move(*b);
+      data = buf->getBufferStart();
+      size = buf->getBufferSize();
+    }
+    auto info = exports::read_object(data, size, l.display);
+    if (!info)
+      return info.take_error();
+    l.info = std::move(info.value());
+    loaded.push_back(std::move(l));
+  }
+  for (const Loaded &l : loaded) {
+    if (l.info.format != loaded.front().info.format)
+      return make_error(
+          ErrorCode::MixedFormats,
+          std::string("is ") + exports::to_string(l.info.format) + " but '" +
+              loaded.front().display + "' is " +
+              exports::to_string(loaded.front().info.format),
+          l.display, {}, "link objects of one format (and target) at a time");
+  }
+  for (const Loaded &l : loaded) {
+    if (l.info.format != tgt.format)
+      return make_error(ErrorCode::FormatMismatch,
+                        std::string("is a ") + exports::to_string(l.info.format) +
+                            " object, but the target " + tgt.triple +
+                            " links " + exports::to_string(tgt.format),
+                        l.display, {},
+                        "compile it for the target, or pick the target that "
+                        "matches it with --target");
+    if (l.info.arch != tgt.arch)
+      return make_error(ErrorCode::ArchMismatch,
+                        std::string("is built for ") +
+                            exports::to_string(l.info.arch) +
+                            ", but the target " + tgt.triple + " is " +
+                            exports::to_string(tgt.arch),
+                        l.display, {},
+                        "compile it for the target, or pick the target that "
+                        "matches it with --target");
+  }
+
+  // 2. Exports: safe names, each defined by some input.
+  std::set<std::string> defined, undefined;
+  bool any_archive = false;
+  for (const Loaded &l : loaded) {
+    any_archive |= l.info.kind == exports::FileKind::Archive;
+    for (const exports::Symbol &s : l.info.symbols)
+      (s.defined ? defined : undefined).insert(s.name);
+  }
+  for (const std::string &name : req.exports) {
+    if (auto bad = exports::check_name(name, tgt.format))
+      return *bad;
+    std::string sym = exports::decorate(tgt.format, tgt.arch, name);
+    if (!defined.count(sym))
+      return make_error(ErrorCode::MissingExport,
+                        "is to be exported but no input defines it" +
+                            (sym != name ? " (as '" + sym + "')" : std::string()),
+                        {}, name, "check the spelling, or add the object that defines it");
+    if (std::find(plan.exports.begin(), plan.exports.end(), name) ==
+        plan.exports.end())
+      plan.exports.push_back(name);
+  }
+  for (const std::string &f : req.extra_flags)
+    if (f.find("mllvm") != std::string::npos ||
+        f.find("plugin-opt") != std::string::npos)
+      plan.needs_worker = true;
+  for (const std::string &p : req.library_paths)
+    if (!is_dir(p))
+      return make_error(ErrorCode::BadRequest, "library path is not a directory",
+                        p, "-L", "pass an existing directory");
+  if (!req.sysroot.empty() && !is_dir(req.sysroot))
+    return make_error(ErrorCode::BadRequest, "sysroot is not a directory",
+                      req.sysroot, "--sysroot", "pass an existing directory");
+  timings.validate_ms = ms_since(t0);
+  auto t1 = std::chrono::steady_clock::now();
+
+  // 3. Build the job.
+  Job &job = plan.job;
+  job.flavor = tgt.flavor;
+  std::string out_name;
+  if (!req.output_path.empty())
+    out_name = llvm::sys::path::filename(req.output_path).str();
+  if (out_name.empty())
+    out_name = "hotlink" + tgt.extension;
+  job.output_name = out_name;
+  std::vector<Arg> &a = job.args;
+  const std::string threads = std::to_string(req.threads);
+
+  switch (tgt.format) {
+  case Format::ELF:
+    a.push_back(plain("-shared"));
+    a.push_back(plain(tgt.arch == exports::Arch::AArch64 ? "-maarch64linux"
+                                                         : "-melf_x86_64"));
+    a.push_back(plain("--threads=" + threads));
+    a.push_back(plain("-soname=" + out_name));
+    a.push_back(plain("-o"));
+    a.push_back(in_dir("", out_name));
+    if (req.undefined == Undefined::Error)
+      a.push_back(plain("-zdefs"));
+    if (!req.sysroot.empty())
+      a.push_back(plain("--sysroot=" + req.sysroot));
+    break;
+  case Format::COFF:
+    a.push_back(plain("-dll"));
+    a.push_back(plain("-noentry"));
+    a.push_back(plain("-nodefaultlib"));
+    a.push_back(plain("-Brepro"));
+    a.push_back(plain(tgt.arch == exports::Arch::X86_64 ? "-machine:x64"
+                      : tgt.arch == exports::Arch::X86  ? "-machine:x86"
+                                                        : "-machine:arm64"));
+    if (tgt.arch == exports::Arch::X86)
+      a.push_back(plain("-safeseh:no"));
+    a.push_back(plain("-threads:" + threads));
+    a.push_back(in_dir("-out:", out_name));
+    if (req.undefined == Undefined::Allow)
+      a.push_back(plain("-force:unresolved"));
+    if (!req.sysroot.empty()) {
+      a.push_back(plain("-libpath:" + req.sysroot));
+      if (is_dir(req.sysroot + "/lib"))
+        a.push_back(plain("-libpath:" + req.sysroot + "/lib"));
+    }
+    break;
+  case Format::MachO:
+    a.push_back(plain("-dylib"));
+    a.push_back(plain("-arch"));
+    a.push_back(plain(tgt.arch == exports::Arch::AArch64 ? "arm64" : "x86_64"));
+    a.push_back(plain("-platform_version"));
+    a.push_back(plain("macos"));
+    a.push_back(plain("13.0"));
+    a.push_back(plain("13.0"));
+    a.push_back(plain("-undefined"));
+    a.push_back(plain(req.undefined == Undefined::Error ? "error"
+                                                         : "dynamic_lookup"));
+    a.push_back(plain("-install_name"));
+    a.push_back(plain("@rpath/" + out_name));
+    a.push_back(plain("--threads=" + threads));
+    a.push_back(plain("-o"));
+    a.push_back(in_dir("", out_name));
+    if (!req.sysroot.empty()) {
+      a.push_back(plain("-syslibroot"));
+      a.push_back(plain(req.sysroot));
+    }
+    break;
+  case Format::Wasm:
+    a.push_back(plain("--no-entry"));
+    a.push_back(plain("--threads=" + threads));
+    a.push_back(plain("-o"));
+    a.push_back(in_dir("", out_name));
+    if (req.undefined == Undefined::Allow)
+      a.push_back(plain("--allow-undefined"));
+    if (!req.sysroot.empty() && is_dir(req.sysroot + "/lib"))
+      a.push_back(plain("-L" + req.sysroot + "/lib"));
+    break;
+  case Format::Unknown:
+    break;
+  }
+
+  // Exports.
+  if (!plan.exports.empty()) {
+    std::string list;
+    switch (tgt.format) {
+    case Format::ELF:
+      // Quoted names are matched literally (no globs); everything else
+      // becomes local.
+      list = "{\n  global:\n";
+      for (const std::string &n : plan.exports)
+        list += "    \"" + n + "\";\n";
+      list += "  local: *;\n};\n";
+      job.files.emplace_back("exports.ver",
+                             std::vector<std::uint8_t>(list.begin(), list.end()));
+      a.push_back(in_dir("--version-script=", "exports.ver"));
+      if (any_archive)
+        for (const std::string &n : plan.exports)
+          a.push_back(plain("--undefined=" + n));
+      break;
+    case Format::COFF:
+      for (const std::string &n : plan.exports)
+        a.push_back(plain("-export:" + n));
+      break;
+    case Format::MachO:
+      for (const std::string &n : plan.exports)
+        list += "_" + n + "\n";
+      job.files.emplace_back("exports.txt",
+                             std::vector<std::uint8_t>(list.begin(), list.end()));
+      a.push_back(plain("-exported_symbols_list"));
+      a.push_back(in_dir("", "exports.txt"));
+      if (any_archive)
+        for (const std::string &n : plan.exports) {
+          a.push_back(plain("-u"));
+          a.push_back(plain("_" + n));
+        }
+      break;
+    case Format::Wasm:
+      for (const std::string &n : plan.exports)
+        a.push_back(plain("--export=" + n));
+      break;
+    case Format::Unknown:
+      break;
+    }
+  }
+
+  for (const std::string &p : req.library_paths)
+    a.push_back(plain((tgt.format == Format::COFF ? "-libpath:" : "-L") + p));
+
+  // Inputs, in order.
+  for (std::size_t i = 0; i < loaded.size(); ++i) {
+    const Loaded &l = loaded[i];
+    if (l.input->in_memory()) {
+      std::string n = scratch_name(i, l.display);
+      job.files.emplace_back(n, l.input->bytes);
+      a.push_back(in_dir("", n));
+      job.display_names.emplace_back(n, l.display);
+    } else {
+      a.push_back(plain(l.path));
+      job.display_names.emplace_back(l.path, l.display);
+    }
+  }
+
+  // Support objects: only what an input references and nothing defines.
+  if (req.support_objects) {
+    for (const std::string &sym : support_symbols(tgt)) {
+      if (!undefined.count(sym) || defined.count(sym))
+        continue;
+      auto obj = support_object(tgt, sym);
+      if (!obj)
+        return obj.take_error();
+      std::string n = "support-" + sym + ".obj";
+      job.files.emplace_back(n, std::move(obj.value()));
+      a.push_back(in_dir("", n));
+      job.display_names.emplace_back(n, "<hotlink support object " + sym + ">");
+      plan.support_objects.push_back(sym);
+    }
+  }
+
+  for (const std::string &lib : req.libraries) {
+    bool path_like = lib.find('/') != std::string::npos;
+    if (path_like)
+      a.push_back(plain(lib));
+    else if (tgt.format == Format::COFF)
+      a.push_back(plain(llvm::sys::path::has_extension(lib) ? lib : lib + ".lib"));
+    else
+      a.push_back(plain("-l" + lib));
+  }
+  for (const std::string &f : req.extra_flags)
+    a.push_back(plain(f));
+  timings.prepare_ms = ms_since(t1);
+  return plan;
+}
+
+// ---------------------------------------------------------------------------
+// Diagnostics.
+
+namespace {
+
+bool starts_with(const std::string &s, const std::string &p) {
+  return s.compare(0, p.size(), p) == 0;
+}
+
+std::string after(const std::string &s, const std::string &marker) {
+  std::size_t p = s.find(marker);
+  if (p == std::string::npos)
+    return {};
+  std::string rest = s.substr(p + marker.size());
+  std::size_t nl = rest.find('\n');
+  return nl == std::string::npos ? rest : rest.substr(0, nl);
+}
+
+} // namespace
+
+std::vector<Diagnostic> parse_diagnostics(const Job &job,
+                                          const std::string &text) {
+  std::vector<Diagnostic> out;
+  const std::string prefix = job.flavor + ": ";
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    std::size_t nl = text.find('\n', pos);
+    std::string line =
+        text.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
+    pos = nl == std::string::npos ? text.size() : nl + 1;
+    if (line.empty())
+      continue;
+    std::string body = starts_with(line, prefix) ? line.substr(prefix.size()) : line;
+    Severity sev;
+    bool starts = true;
+    if (starts_with(body, "error: "))
+      sev = Severity::Error, body = body.substr(7);
+    else if (starts_with(body, "warning: "))
+      sev = Severity::Warning, body = body.substr(9);
+    else if (starts_with(line, prefix))
+      sev = Severity::Note;
+    else
+      starts = false;
+    if (!starts && !out.empty()) {
+      out.back().message += "\n" + line; // ">>> referenced by ..." lines
+      continue;
+    }
+    out.push_back(Diagnostic{starts ? sev : Severity::Note, body, {}, {}});
+  }
+  for (Diagnostic &d : out) {
+    for (const char *marker :
+         {"undefined symbol: ", "duplicate symbol: ", "symbol not found: "}) {
+      std::string s = after(d.message, marker);
+      if (!s.empty()) {
+        d.symbol = s;
+        break;
+      }
+    }
+    // Map lld's paths back to input names; the first one named is the file.
+    std::size_t first = std::string::npos;
+    for (const auto &[printed, shown] : job.display_names) {
+      std::size_t p = d.message.find(printed);
+      if (p == std::string::npos)
+        continue;
+      if (p < first) {
+        first = p;
+        d.file = shown;
+      }
+      for (std::size_t q = p; q != std::string::npos;
+           q = d.message.find(printed, q + shown.size()))
+        d.message.replace(q, printed.size(), shown);
+    }
+  }
+  return out;
+}
+
+Error link_error(const std::vector<Diagnostic> &diags,
+                 const std::string &fallback) {
+  for (const Diagnostic &d : diags) {
+    if (d.severity != Severity::Error)
+      continue;
+    ErrorCode code = ErrorCode::LinkFailed;
+    std::string hint = "see the diagnostics for lld's full report";
+    if (d.message.find("undefined symbol") != std::string::npos) {
+      code = ErrorCode::UndefinedSymbol;
+      hint = "add the object or library that defines it, or allow undefined "
+             "symbols where the target permits (--allow-undefined)";
+    } else if (d.message.find("duplicate symbol") != std::string::npos) {
+      code = ErrorCode::DuplicateSymbol;
+      hint = "remove one of the definitions, or make it weak or static";
+    }
+    std::string first_line = d.message.substr(0, d.message.find('\n'));
+    return make_error(code, "lld: " + first_line, d.file, d.symbol, hint);
+  }
+  return make_error(ErrorCode::LinkFailed, fallback);
+}
+
+// ---------------------------------------------------------------------------
+// Output publishing.
+
+Expected<OutputReservation> OutputReservation::reserve(const std::string &path) {
+  OutputReservation r;
+  r.path_ = path;
+  llvm::SmallString<256> dir(path);
+  llvm::sys::path::remove_filename(dir);
+  if (dir.empty())
+    dir = ".";
+  if (llvm::sys::path::filename(path).empty() || is_dir(path))
+    return make_error(ErrorCode::OutputError, "the output path names a directory",
+                      path, "-o", "name a file");
+  std::string base = llvm::sys::path::filename(path).str();
+  for (int attempt = 0; attempt < 100 && r.fd_ < 0; ++attempt) {
+    r.temp_ = std::string(dir.str()) + "/." + base + ".hotlink-" +
+              std::to_string(::getpid()) + "-" +
+              std::to_string(std::chrono::steady_clock::now().time_since_epoch().count() % 1000000007) +
+              "-" + std::to_string(attempt) + ".tmp";
+    r.fd_ = ::open(r.temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (r.fd_ < 0 && errno != EEXIST)
+      break;
+  }
+  if (r.fd_ < 0) {
+    int e = errno;
+    r.temp_.clear();
+    return make_error(ErrorCode::OutputError,
+                      std::string("cannot write in the output directory '") +
+                          dir.str().str() + "': " + std::strerror(e),
+                      path, "-o", "choose a directory that exists and that you can write to");
+  }
+  return r;
+}
+
+OutputReservation::OutputReservation(OutputReservation &&o) noexcept
+    : path_(std::move(o.path_)), temp_(std::move(o.temp_)), fd_(o.fd_) {
+  o.fd_ = -1;
+  o.temp_.clear();
+}
+
+OutputReservation::~OutputReservation() {
+  if (fd_ >= 0)
+    ::close(fd_);
+  if (!temp_.empty())
+    ::unlink(temp_.c_str());
+}
+
+std::optional<Error> OutputReservation::publish(const std::vector<std::uint8_t> &b) {
+  auto fail = [&](const char *what) {
+    return make_error(ErrorCode::OutputError,
+                      std::string(what) + " '" + temp_ + "': " + std::strerror(errno),
+                      path_, "-o", "check free space and permissions of the output directory");
+  };
+  std::size_t off = 0;
+  while (off < b.size()) {
+    ssize_t n = ::write(fd_, b.data() + off, b.size() - off);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return fail("cannot write");
+    off += static_cast<std::size_t>(n);
+  }
+  // Like a linker's output: readable and executable by all, writable by the
+  // owner. (Reading the umask would race with other threads.)
+  ::fchmod(fd_, 0755);
+  int rc = ::close(fd_);
+  fd_ = -1;
+  if (rc != 0)
+    return fail("cannot close");
+  if (::rename(temp_.c_str(), path_.c_str()) != 0)
+    return fail("cannot rename");
+  temp_.clear();
+  return std::nullopt;
+}
+
+} // namespace hotlink::detail

@@ -1,0 +1,53 @@
+// Internal. Planning turns a LinkRequest into a Job: it reads and checks
+// every input, resolves the export list, chooses support objects and builds
+// lld's arguments. Everything that can be refused before lld runs is refused
+// here, with the input or symbol named.
+#pragma once
+
+#include "linker/job.h"
+#include "linker/linker.h"
+#include "linker/target.h"
+
+#include <string>
+#include <vector>
+
+namespace hotlink::detail {
+
+struct Plan {
+  Job job;
+  TargetInfo target;
+  std::vector<std::string> exports;         // as requested (C names)
+  std::vector<std::string> support_objects; // symbols hotlink provides
+  bool needs_worker = false; // e.g. -mllvm: a bad value exits the process
+};
+
+Expected<Plan> plan_link(const LinkRequest &request, Timings &timings);
+
+// Splits lld's captured output into diagnostics and maps the file names lld
+// printed back to the caller's input names.
+std::vector<Diagnostic> parse_diagnostics(const Job &job,
+                                          const std::string &text);
+
+// The Error a failed link returns: the first error lld reported, classified
+// (undefined or duplicate symbol, or another link failure).
+Error link_error(const std::vector<Diagnostic> &diagnostics,
+                 const std::string &fallback);
+
+// An output file reserved in the destination directory before linking (so an
+// unwritable destination fails early) and published by rename (so nobody
+// ever sees a partial artifact). Removed unless published.
+class OutputReservation {
+public:
+  static Expected<OutputReservation> reserve(const std::string &path);
+  OutputReservation(OutputReservation &&other) noexcept;
+  OutputReservation &operator=(OutputReservation &&) = delete;
+  ~OutputReservation();
+  std::optional<Error> publish(const std::vector<std::uint8_t> &bytes);
+
+private:
+  OutputReservation() = default;
+  std::string path_, temp_;
+  int fd_ = -1;
+};
+
+} // namespace hotlink::detail

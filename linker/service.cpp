@@ -1,0 +1,258 @@
+#include "linker/service.h"
+
+#include "linker/plan.h"
+#include "linker/worker.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+namespace hotlink {
+
+using namespace detail;
+
+Input Input::file(std::string path) {
+  Input in;
+  in.name = path;
+  in.path = std::move(path);
+  return in;
+}
+
+Input Input::memory(std::string name, std::vector<std::uint8_t> bytes) {
+  Input in;
+  in.name = std::move(name);
+  in.bytes = std::move(bytes);
+  return in;
+}
+
+Input Input::memory(std::string name, const void *data, std::size_t size) {
+  const auto *p = static_cast<const std::uint8_t *>(data);
+  return memory(std::move(name), std::vector<std::uint8_t>(p, p + size));
+}
+
+namespace {
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now() - t0)
+      .count();
+}
+
+} // namespace
+
+struct LinkService::Impl {
+  std::string worker_exe;
+  unsigned max_workers;
+
+  // Scheduling: one in-process slot (this service's view of lld's lock) and
+  // up to max_workers worker processes.
+  mutable std::mutex mu;
+  std::condition_variable cv;
+  bool in_process_busy = false;
+  std::vector<std::unique_ptr<Worker>> idle;
+  unsigned live_workers = 0;
+  ServiceStats stats;
+
+  // submit(): a queue served by dispatcher threads started on first use.
+  std::mutex qmu;
+  std::condition_variable qcv;
+  std::deque<std::function<void()>> queue;
+  std::vector<std::thread> dispatchers;
+  bool stopping = false;
+
+  struct Slot {
+    bool in_process = false;
+    std::unique_ptr<Worker> worker;
+  };
+
+  Expected<Slot> acquire(Execution mode, bool needs_worker);
+  void release(Slot slot);
+  LinkResult link(const LinkRequest &req);
+  void dispatch_loop();
+};
+
+Expected<LinkService::Impl::Slot>
+LinkService::Impl::acquire(Execution mode, bool needs_worker) {
+  std::unique_lock<std::mutex> lock(mu);
+  for (;;) {
+    bool usable = in_process_usable();
+    bool want_in_process = mode != Execution::Isolated && !needs_worker;
+    if (want_in_process && usable && !in_process_busy) {
+      in_process_busy = true;
+      return Slot{true, nullptr};
+    }
+    bool may_use_worker = mode != Execution::InProcess || !usable || needs_worker;
+    if (may_use_worker && !idle.empty()) {
+      Slot s{false, std::move(idle.back())};
+      idle.pop_back();
+      return s;
+    }
+    if (may_use_worker && live_workers < max_workers) {
+      ++live_workers;
+      lock.unlock();
+      auto w = Worker::start(worker_exe);
+      lock.lock();
+      if (!w) {
+        --live_workers;
+        cv.notify_all();
+        return w.take_error();
+      }
+      ++stats.workers_started;
+      return Slot{false, std::move(w.value())};
+    }
+    cv.wait(lock);
+  }
+}
+
+void LinkService::Impl::release(Slot slot) {
+  std::lock_guard<std::mutex> lock(mu);
+  if (slot.in_process) {
+    in_process_busy = false;
+  } else if (slot.worker && slot.worker->alive()) {
+    idle.push_back(std::move(slot.worker));
+  } else {
+    --live_workers;
+  }
+  cv.notify_all();
+}
+
+LinkResult LinkService::Impl::link(const LinkRequest &req) {
+  auto t0 = std::chrono::steady_clock::now();
+  LinkResult res;
+  auto finish = [&](std::optional<Error> err) {
+    res.error = std::move(err);
+    res.timings.total_ms = ms_since(t0);
+    std::lock_guard<std::mutex> lock(mu);
+    if (!res.ok())
+      ++stats.failed;
+    (res.executed_by == "worker" ? stats.in_worker : stats.in_process) +=
+        res.executed_by.empty() ? 0 : 1;
+    return std::move(res);
+  };
+
+  auto plan = plan_link(req, res.timings);
+  if (!plan)
+    return finish(plan.take_error());
+  res.target = plan->target.triple;
+  res.exports = plan->exports;
+  res.support_objects = plan->support_objects;
+
+  std::optional<OutputReservation> output;
+  if (!req.output_path.empty()) {
+    auto r = OutputReservation::reserve(req.output_path);
+    if (!r)
+      return finish(r.take_error());
+    output.emplace(std::move(r.value()));
+  }
+
+  JobOutput out;
+  for (int attempt = 0;; ++attempt) {
+    auto slot = acquire(req.execution, plan->needs_worker);
+    if (!slot)
+      return finish(slot.take_error());
+    if (slot->in_process) {
+      res.executed_by = "in-process";
+      out = run_in_process(plan->job);
+      release(std::move(slot.value()));
+      if (out.not_run && attempt == 0)
+        continue; // lld became unusable meanwhile: a worker takes it
+    } else {
+      res.executed_by = "worker";
+      auto r = slot->worker->run(plan->job, req.timeout);
+      bool lost = !slot->worker->alive() && !r;
+      release(std::move(slot.value()));
+      if (lost) {
+        std::lock_guard<std::mutex> lock(mu);
+        ++stats.workers_lost;
+      }
+      if (!r)
+        return finish(r.take_error());
+      out = std::move(r.value());
+    }
+    break;
+  }
+  res.timings.link_ms = out.link_ms;
+  res.diagnostics = parse_diagnostics(plan->job, out.err_text + out.out_text);
+  if (!out.setup_error.empty())
+    return finish(make_error(ErrorCode::OutputError, out.setup_error, {}, {},
+                             "check free space in the scratch directory "
+                             "(/dev/shm, or set HOTLINK_TMPDIR)"));
+  if (out.ret_code != 0)
+    return finish(link_error(res.diagnostics,
+                             "lld failed (exit code " +
+                                 std::to_string(out.ret_code) + ")"));
+  auto t1 = std::chrono::steady_clock::now();
+  if (output) {
+    if (auto err = output->publish(out.artifact))
+      return finish(std::move(err));
+    res.artifact_path = req.output_path;
+  } else {
+    res.artifact = std::move(out.artifact);
+  }
+  res.timings.publish_ms = ms_since(t1);
+  return finish(std::nullopt);
+}
+
+void LinkService::Impl::dispatch_loop() {
+  for (;;) {
+    std::function<void()> task;
+    {
+      std::unique_lock<std::mutex> lock(qmu);
+      qcv.wait(lock, [&] { return stopping || !queue.empty(); });
+      if (queue.empty())
+        return; // stopping, and nothing left to run
+      task = std::move(queue.front());
+      queue.pop_front();
+    }
+    task();
+  }
+}
+
+LinkService::LinkService(ServiceConfig config) : impl_(std::make_unique<Impl>()) {
+  impl_->worker_exe = find_worker(config.worker_path);
+  impl_->max_workers = config.workers
+                           ? config.workers
+                           : std::max(1u, std::thread::hardware_concurrency());
+}
+
+LinkService::~LinkService() {
+  {
+    std::lock_guard<std::mutex> lock(impl_->qmu);
+    impl_->stopping = true;
+  }
+  impl_->qcv.notify_all();
+  for (std::thread &t : impl_->dispatchers)
+    t.join();
+}
+
+LinkResult LinkService::link(const LinkRequest &request) {
+  return impl_->link(request);
+}
+
+std::future<LinkResult> LinkService::submit(LinkRequest request) {
+  auto task = std::make_shared<std::packaged_task<LinkResult()>>(
+      [this, req = std::move(request)] { return impl_->link(req); });
+  std::future<LinkResult> f = task->get_future();
+  {
+    std::lock_guard<std::mutex> lock(impl_->qmu);
+    impl_->queue.push_back([task] { (*task)(); });
+    // One dispatcher per possible concurrent link: the in-process slot plus
+    // every worker.
+    if (impl_->dispatchers.size() < impl_->max_workers + 1)
+      impl_->dispatchers.emplace_back([this] { impl_->dispatch_loop(); });
+  }
+  impl_->qcv.notify_one();
+  return f;
+}
+
+ServiceStats LinkService::stats() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->stats;
+}
+
+bool LinkService::in_process_usable() { return detail::in_process_usable(); }
+
+} // namespace hotlink

@@ -1,0 +1,56 @@
+// LinkService: runs link requests, in-process or in worker processes.
+//
+// Contract:
+// - link() and submit() are safe to call from any number of threads.
+// - In-process links are serialized: lld has one process-wide context. If
+//   lld reports that it cannot run again (after a fatal error), in-process
+//   linking is disabled for the rest of the process and later links go to
+//   workers; the host keeps running.
+// - A worker that crashes or exceeds the request's timeout is killed and
+//   yields an error result; the pool starts a new one on demand.
+// - The same request gives byte-identical artifacts in-process and in a
+//   worker.
+#pragma once
+
+#include "linker/linker.h"
+
+#include <future>
+#include <memory>
+#include <string>
+
+namespace hotlink {
+
+struct ServiceConfig {
+  unsigned workers = 0;     // worker pool size; 0 = the number of cores
+  std::string worker_path;  // hotlink-ld; empty = found automatically
+};
+
+struct ServiceStats {
+  std::uint64_t in_process = 0; // links run in this process
+  std::uint64_t in_worker = 0;  // links run by a worker
+  std::uint64_t failed = 0;     // links that returned an error
+  std::uint64_t workers_started = 0;
+  std::uint64_t workers_lost = 0; // crashed or killed after a timeout
+};
+
+class LinkService {
+public:
+  explicit LinkService(ServiceConfig config = {});
+  ~LinkService();
+  LinkService(const LinkService &) = delete;
+  LinkService &operator=(const LinkService &) = delete;
+
+  LinkResult link(const LinkRequest &request);
+  std::future<LinkResult> submit(LinkRequest request);
+
+  ServiceStats stats() const;
+
+  // False once lld reported that it cannot run again in this process.
+  static bool in_process_usable();
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+} // namespace hotlink

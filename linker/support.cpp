@@ -1,0 +1,217 @@
+#include "linker/support.h"
+
+#include "llvm/MC/MCAsmBackend.h"
+#include "llvm/MC/MCAsmInfo.h"
+#include "llvm/MC/MCCodeEmitter.h"
+#include "llvm/MC/MCContext.h"
+#include "llvm/MC/MCInstrInfo.h"
+#include "llvm/MC/MCObjectFileInfo.h"
+#include "llvm/MC/MCObjectWriter.h"
+#include "llvm/MC/MCParser/MCAsmParser.h"
+#include "llvm/MC/MCParser/MCTargetAsmParser.h"
+#include "llvm/MC/MCRegisterInfo.h"
+#include "llvm/MC/MCStreamer.h"
+#include "llvm/MC/MCSubtargetInfo.h"
+#include "llvm/MC/MCTargetOptions.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/TargetParser/Triple.h"
+
+#include <map>
+#include <mutex>
+
+namespace hotlink::detail {
+
+using exports::Arch;
+using exports::Format;
+
+namespace {
+
+// MSVC's CRT defines _fltused as an int with this value; its presence tells
+// the CRT that floating point is used.
+std::string fltused_source(const std::string &sym) {
+  return ".data\n.globl " + sym + "\n.p2align 2\n" + sym + ":\n.long 0x9875\n";
+}
+
+std::string coff_function_header(const std::string &sym) {
+  return ".text\n.globl " + sym + "\n.def " + sym +
+         "; .scl 2; .type 32; .endef\n.p2align 4\n" + sym + ":\n";
+}
+
+// x64 __chkstk: RAX = bytes to allocate. Touches each page from the caller's
+// stack pointer down, so the guard page grows the stack in order; changes no
+// register but flags, and leaves RSP alone (the caller subtracts RAX).
+const char *kChkstkX64 = R"(
+  pushq %rcx
+  pushq %rax
+  cmpq $0x1000, %rax
+  leaq 24(%rsp), %rcx
+  jb 1f
+2:
+  subq $0x1000, %rcx
+  testq %rcx, (%rcx)
+  subq $0x1000, %rax
+  cmpq $0x1000, %rax
+  ja 2b
+1:
+  subq %rax, %rcx
+  testq %rcx, (%rcx)
+  popq %rax
+  popq %rcx
+  retq
+)";
+
+// i386 _chkstk (symbol __chkstk): EAX = bytes. Probes like x64 but also
+// moves ESP down by EAX before returning, as MSVC's does.
+const char *kChkstkX86 = R"(
+  pushl %ecx
+  cmpl $0x1000, %eax
+  leal 8(%esp), %ecx
+  jb 1f
+2:
+  subl $0x1000, %ecx
+  testl %ecx, (%ecx)
+  subl $0x1000, %eax
+  cmpl $0x1000, %eax
+  ja 2b
+1:
+  subl %eax, %ecx
+  testl %ecx, (%ecx)
+  leal 4(%esp), %eax
+  movl %ecx, %esp
+  movl -4(%eax), %ecx
+  pushl (%eax)
+  subl %esp, %eax
+  retl
+)";
+
+// arm64 __chkstk: X15 = bytes / 16. Probes each page below SP; SP unchanged.
+const char *kChkstkArm64 = R"(
+  lsl x16, x15, #4
+  mov x17, sp
+1:
+  sub x17, x17, #4096
+  subs x16, x16, #4096
+  ldr xzr, [x17]
+  b.gt 1b
+  ret
+)";
+
+std::string fltused_name(Arch a) { return a == Arch::X86 ? "__fltused" : "_fltused"; }
+
+void init_mc() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeAllTargetInfos();
+    llvm::InitializeAllTargetMCs();
+    llvm::InitializeAllAsmParsers();
+  });
+}
+
+} // namespace
+
+std::vector<std::string> support_symbols(const TargetInfo &target) {
+  if (target.format != Format::COFF)
+    return {};
+  return {fltused_name(target.arch), "__chkstk"};
+}
+
+Expected<std::vector<std::uint8_t>> assemble(const std::string &triple_name,
+                                             const std::string &source) {
+  init_mc();
+  llvm::Triple triple(triple_name);
+  std::string err;
+  const llvm::Target *t = llvm::TargetRegistry::lookupTarget(triple, err);
+  if (!t)
+    return make_error(ErrorCode::Internal,
+                      "no LLVM target for '" + triple_name + "': " + err);
+  llvm::MCTargetOptions opts;
+  std::unique_ptr<llvm::MCRegisterInfo> mri(t->createMCRegInfo(triple));
+  std::unique_ptr<llvm::MCAsmInfo> mai(t->createMCAsmInfo(*mri, triple, opts));
+  std::unique_ptr<llvm::MCInstrInfo> mii(t->createMCInstrInfo());
+  std::unique_ptr<llvm::MCSubtargetInfo> sti(
+      t->createMCSubtargetInfo(triple, "", ""));
+  if (!mri || !mai || !mii || !sti)
+    return make_error(ErrorCode::Internal,
+                      "LLVM MC is incomplete for '" + triple_name + "'");
+
+  std::string diags;
+  llvm::raw_string_ostream diag_os(diags);
+  llvm::SourceMgr sm;
+  sm.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(source, "support.s"),
+                        llvm::SMLoc());
+  sm.setDiagHandler(
+      [](const llvm::SMDiagnostic &d, void *os) {
+        d.print("support.s", *static_cast<llvm::raw_ostream *>(os), false);
+      },
+      &diag_os);
+  llvm::MCContext ctx(triple, mai.get(), mri.get(), sti.get(), &sm, &opts);
+  std::unique_ptr<llvm::MCObjectFileInfo> mofi(
+      t->createMCObjectFileInfo(ctx, /*PIC=*/false));
+  ctx.setObjectFileInfo(mofi.get());
+
+  llvm::SmallVector<char, 0> out;
+  llvm::raw_svector_ostream os(out);
+  std::unique_ptr<llvm::MCAsmBackend> mab(t->createMCAsmBackend(*sti, *mri, opts));
+  std::unique_ptr<llvm::MCCodeEmitter> mce(t->createMCCodeEmitter(*mii, ctx));
+  if (!mab || !mce)
+    return make_error(ErrorCode::Internal,
+                      "LLVM MC has no assembler backend for '" + triple_name + "'");
+  auto writer = mab->createObjectWriter(os);
+  std::unique_ptr<llvm::MCStreamer> streamer(t->createMCObjectStreamer(
+      triple, ctx, std::move(mab), std::move(writer), std::move(mce), *sti));
+  std::unique_ptr<llvm::MCAsmParser> parser(
+      llvm::createMCAsmParser(sm, ctx, *streamer, *mai));
+  std::unique_ptr<llvm::MCTargetAsmParser> tap(
+      t->createMCAsmParser(*sti, *parser, *mii, opts));
+  if (!tap)
+    return make_error(ErrorCode::Internal,
+                      "LLVM has no assembly parser for '" + triple_name + "'");
+  parser->setTargetParser(*tap);
+  if (parser->Run(/*NoInitialTextSection=*/false)) {
+    diag_os.flush();
+    return make_error(ErrorCode::Internal,
+                      "assembling a support object failed: " + diags);
+  }
+  streamer->finish();
+  return std::vector<std::uint8_t>(out.begin(), out.end());
+}
+
+Expected<std::vector<std::uint8_t>> support_object(const TargetInfo &target,
+                                                   const std::string &symbol) {
+  static std::mutex mu;
+  static std::map<std::string, std::vector<std::uint8_t>> memo;
+  std::string key = target.triple + "/" + symbol;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = memo.find(key);
+    if (it != memo.end())
+      return it->second;
+  }
+  std::string source;
+  if (symbol == fltused_name(target.arch)) {
+    source = fltused_source(symbol);
+  } else if (symbol == "__chkstk") {
+    source = coff_function_header(symbol);
+    switch (target.arch) {
+    case Arch::X86_64: source += kChkstkX64; break;
+    case Arch::X86: source += kChkstkX86; break;
+    case Arch::AArch64: source += kChkstkArm64; break;
+    default: break;
+    }
+  }
+  if (source.empty() || target.format != Format::COFF)
+    return make_error(ErrorCode::Internal, "no support object '" + symbol +
+                                               "' for " + target.triple);
+  auto obj = assemble(target.triple, source);
+  if (!obj)
+    return obj;
+  std::lock_guard<std::mutex> lock(mu);
+  memo.emplace(key, obj.value());
+  return obj;
+}
+
+} // namespace hotlink::detail

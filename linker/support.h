@@ -1,0 +1,29 @@
+// Internal. Support objects: the few symbols a self-contained COFF link
+// needs from the MSVC static CRT (_fltused, __chkstk), assembled in-process
+// with LLVM MC. Each symbol is its own tiny object so that only what an
+// input references is added.
+#pragma once
+
+#include "exports/error.h"
+#include "linker/target.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace hotlink::detail {
+
+// The support symbols known for a target, by symbol-table name.
+std::vector<std::string> support_symbols(const TargetInfo &target);
+
+// The object defining `symbol` for `target` (memoized: assembled once per
+// process).
+Expected<std::vector<std::uint8_t>> support_object(const TargetInfo &target,
+                                                   const std::string &symbol);
+
+// Assembles `source` for `triple` with LLVM MC into an object file. Errors
+// carry the assembler's message.
+Expected<std::vector<std::uint8_t>> assemble(const std::string &triple,
+                                             const std::string &source);
+
+} // namespace hotlink::detail

@@ -1,0 +1,237 @@
+#include "linker/worker.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+
+#include <boost/process/child.hpp>
+#include <boost/process/handles.hpp>
+#include <boost/process/io.hpp>
+#include <boost/process/pipe.hpp>
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace bp = boost::process;
+
+namespace hotlink::detail {
+
+namespace {
+
+// Writes all of `data`; a closed pipe gives false instead of SIGPIPE.
+bool write_all(int fd, const char *data, std::size_t n) {
+  sigset_t pipe_set, old;
+  sigemptyset(&pipe_set);
+  sigaddset(&pipe_set, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+  bool ok = true;
+  while (n > 0) {
+    ssize_t w = ::write(fd, data, n);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0) {
+      ok = false;
+      break;
+    }
+    data += w;
+    n -= static_cast<std::size_t>(w);
+  }
+  if (!ok) {
+    // Consume the SIGPIPE this thread raised, so it is not delivered later.
+    struct timespec zero = {0, 0};
+    sigtimedwait(&pipe_set, nullptr, &zero);
+  }
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  return ok;
+}
+
+bool write_frame(int fd, const std::string &payload) {
+  char len[8];
+  std::uint64_t n = payload.size();
+  for (int i = 0; i < 8; ++i)
+    len[i] = static_cast<char>(n >> (8 * i));
+  return write_all(fd, len, 8) && write_all(fd, payload.data(), payload.size());
+}
+
+enum class ReadStatus { Ok, Eof, Timeout, Error };
+
+// Reads exactly n bytes before `deadline` (no deadline when it is max()).
+ReadStatus read_exact(int fd, char *buf, std::size_t n,
+                      std::chrono::steady_clock::time_point deadline) {
+  while (n > 0) {
+    if (deadline != std::chrono::steady_clock::time_point::max()) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0)
+        return ReadStatus::Timeout;
+      struct pollfd p = {fd, POLLIN, 0};
+      int r = ::poll(&p, 1, static_cast<int>(std::min<long long>(left.count(), 1 << 30)));
+      if (r < 0 && errno == EINTR)
+        continue;
+      if (r < 0)
+        return ReadStatus::Error;
+      if (r == 0)
+        return ReadStatus::Timeout;
+    }
+    ssize_t got = ::read(fd, buf, n);
+    if (got < 0 && errno == EINTR)
+      continue;
+    if (got < 0)
+      return ReadStatus::Error;
+    if (got == 0)
+      return ReadStatus::Eof;
+    buf += got;
+    n -= static_cast<std::size_t>(got);
+  }
+  return ReadStatus::Ok;
+}
+
+constexpr std::uint64_t kMaxFrame = 4ull << 30; // 4 GiB
+
+ReadStatus read_frame(int fd, std::string &payload,
+                      std::chrono::steady_clock::time_point deadline) {
+  char len[8];
+  ReadStatus s = read_exact(fd, len, 8, deadline);
+  if (s != ReadStatus::Ok)
+    return s;
+  std::uint64_t n = 0;
+  for (int i = 0; i < 8; ++i)
+    n |= std::uint64_t(static_cast<unsigned char>(len[i])) << (8 * i);
+  if (n > kMaxFrame)
+    return ReadStatus::Error;
+  payload.resize(n);
+  return read_exact(fd, payload.data(), n, deadline);
+}
+
+void set_cloexec(int fd) { ::fcntl(fd, F_SETFD, ::fcntl(fd, F_GETFD) | FD_CLOEXEC); }
+
+} // namespace
+
+struct Worker::Process {
+  bp::pipe to_child, from_child;
+  bp::child child;
+};
+
+Expected<std::unique_ptr<Worker>> Worker::start(const std::string &exe) {
+  std::unique_ptr<Worker> w(new Worker);
+  w->proc_ = std::make_unique<Process>();
+  Process &p = *w->proc_;
+  for (int fd : {p.to_child.native_source(), p.to_child.native_sink(),
+                 p.from_child.native_source(), p.from_child.native_sink()})
+    set_cloexec(fd);
+  std::error_code ec;
+  p.child = bp::child(exe, "--worker", bp::std_in < p.to_child,
+                      bp::std_out > p.from_child, bp::std_err > bp::null,
+                      bp::limit_handles, ec);
+  if (ec || !p.child.valid())
+    return make_error(ErrorCode::WorkerFailed,
+                      "cannot start the link worker: " + ec.message(), exe, {},
+                      "build hotlink-ld, or point HOTLINK_WORKER at it");
+  w->alive_ = true;
+  return w;
+}
+
+Worker::~Worker() {
+  if (!proc_)
+    return;
+  std::error_code ec;
+  // Closing its stdin asks the worker to exit; kill it if it is stuck.
+  proc_->to_child.close();
+  if (alive_ && proc_->child.running(ec)) {
+    if (!proc_->child.wait_for(std::chrono::milliseconds(200), ec))
+      proc_->child.terminate(ec);
+  }
+  if (proc_->child.valid() && proc_->child.joinable())
+    proc_->child.wait(ec);
+}
+
+Expected<JobOutput> Worker::run(const Job &job,
+                                std::chrono::milliseconds timeout) {
+  Process &p = *proc_;
+  auto die = [&](ErrorCode code, std::string why) -> Error {
+    alive_ = false;
+    std::error_code ec;
+    p.child.terminate(ec);
+    p.child.wait(ec);
+    int status = p.child.native_exit_code();
+    if (WIFSIGNALED(status))
+      why += " (worker killed by signal " + std::to_string(WTERMSIG(status)) + ")";
+    return make_error(code, std::move(why), {}, {},
+                      code == ErrorCode::WorkerTimeout
+                          ? "raise the request's timeout, or check the input"
+                          : "retry; if it repeats, run the link with "
+                            "--isolated and report the input");
+  };
+  if (!alive_)
+    return die(ErrorCode::WorkerFailed, "the worker is not running");
+  if (!write_frame(p.to_child.native_sink(), encode(job)))
+    return die(ErrorCode::WorkerFailed, "the worker closed its input");
+  std::string reply;
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  switch (read_frame(p.from_child.native_source(), reply, deadline)) {
+  case ReadStatus::Ok:
+    break;
+  case ReadStatus::Timeout:
+    return die(ErrorCode::WorkerTimeout,
+               "the worker did not finish within " +
+                   std::to_string(timeout.count()) + " ms");
+  case ReadStatus::Eof:
+  case ReadStatus::Error:
+    return die(ErrorCode::WorkerFailed, "the worker died during the link");
+  }
+  JobOutput out;
+  if (!decode(reply, out))
+    return die(ErrorCode::WorkerFailed, "the worker sent a garbled reply");
+  if (!out.can_run_again)
+    alive_ = false; // it exits after this reply
+  return out;
+}
+
+std::string find_worker(const std::string &configured) {
+  if (!configured.empty())
+    return configured;
+  if (const char *env = std::getenv("HOTLINK_WORKER"); env && *env)
+    return env;
+  std::vector<std::string> dirs;
+  std::string self = llvm::sys::fs::getMainExecutable(nullptr, nullptr);
+  if (!self.empty())
+    dirs.push_back(llvm::sys::path::parent_path(self).str());
+  dirs.push_back(HOTLINK_BUILD_BINDIR);
+  dirs.push_back(HOTLINK_INSTALL_BINDIR);
+  for (const std::string &d : dirs) {
+    std::string p = d + "/hotlink-ld";
+    if (llvm::sys::fs::can_execute(p))
+      return p;
+  }
+  return dirs.front() + "/hotlink-ld";
+}
+
+int worker_main() {
+  // The protocol owns the original stdout; anything else that writes to
+  // fd 1 (it should not) goes to stderr instead of corrupting a frame.
+  int proto_out = ::dup(STDOUT_FILENO);
+  ::dup2(STDERR_FILENO, STDOUT_FILENO);
+  const auto forever = std::chrono::steady_clock::time_point::max();
+  for (;;) {
+    std::string frame;
+    if (read_frame(STDIN_FILENO, frame, forever) != ReadStatus::Ok)
+      return 0; // the service closed the pipe
+    Job job;
+    JobOutput out;
+    if (!decode(frame, job))
+      out.setup_error = "the worker received a garbled job";
+    else
+      out = run_in_process(job);
+    if (!write_frame(proto_out, encode(out)))
+      return 1;
+    if (!out.can_run_again)
+      return 0; // lld's state is gone: a fresh process takes the next job
+  }
+}
+
+} // namespace hotlink::detail
