@@ -6,6 +6,7 @@
 #include "linker/job.h"
 
 #include "lld/Common/Driver.h"
+#include "llvm/Support/CrashRecoveryContext.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -48,6 +49,19 @@ struct SavedSignals {
         sigaction(s, &actions[s], nullptr);
   }
 };
+
+// lld's fatal() ends in llvm::sys::Process::Exit, which returns control to
+// lldMain's CrashRecoveryContext only when crash recovery is enabled;
+// otherwise it exits the host. Crash recovery is enabled for the duration of
+// each call (it also catches crashes inside lld), unless the host enabled it
+// itself, in which case it is left as the host set it.
+bool crash_recovery_enabled() {
+  bool enabled = false;
+  llvm::CrashRecoveryContext probe;
+  probe.RunSafely(
+      [&] { enabled = llvm::CrashRecoveryContext::GetCurrent() != nullptr; });
+  return enabled;
+}
 
 // A private scratch directory, on tmpfs when the machine has one.
 std::string make_scratch(std::string &error) {
@@ -142,6 +156,9 @@ JobOutput run_in_process(const Job &job) {
     }
     SavedSignals sigs;
     sigs.save();
+    bool host_enabled_recovery = crash_recovery_enabled();
+    if (!host_enabled_recovery)
+      llvm::CrashRecoveryContext::Enable();
     auto t0 = std::chrono::steady_clock::now();
     lld::Result r = lld::lldMain(argv, out_os, err_os,
                                  {{lld::Gnu, &lld::elf::link},
@@ -151,6 +168,8 @@ JobOutput run_in_process(const Job &job) {
     out.link_ms = std::chrono::duration<double, std::milli>(
                       std::chrono::steady_clock::now() - t0)
                       .count();
+    if (!host_enabled_recovery)
+      llvm::CrashRecoveryContext::Disable();
     sigs.restore();
     out.ret_code = r.retCode;
     out.can_run_again = r.canRunAgain;

@@ -5,7 +5,6 @@
 #include "llvm/Support/Program.h"
 
 #include <boost/process/child.hpp>
-#include <boost/process/handles.hpp>
 #include <boost/process/io.hpp>
 #include <boost/process/pipe.hpp>
 
@@ -126,8 +125,7 @@ Expected<std::unique_ptr<Worker>> Worker::start(const std::string &exe) {
     set_cloexec(fd);
   std::error_code ec;
   p.child = bp::child(exe, "--worker", bp::std_in < p.to_child,
-                      bp::std_out > p.from_child, bp::std_err > bp::null,
-                      bp::limit_handles, ec);
+                      bp::std_out > p.from_child, bp::std_err > bp::null, ec);
   if (ec || !p.child.valid())
     return make_error(ErrorCode::WorkerFailed,
                       "cannot start the link worker: " + ec.message(), exe, {},
@@ -212,6 +210,11 @@ std::string find_worker(const std::string &configured) {
 }
 
 int worker_main() {
+  // Descriptors the host leaked without O_CLOEXEC must not stay open here
+  // (they would keep the host's pipes and files alive). Boost 1.81's
+  // limit_handles would do this in the child but also closes the redirected
+  // stdout, so the worker does it itself.
+  ::close_range(3, ~0u, 0);
   // The protocol owns the original stdout; anything else that writes to
   // fd 1 (it should not) goes to stderr instead of corrupting a frame.
   int proto_out = ::dup(STDOUT_FILENO);

@@ -1,0 +1,173 @@
+#include "test/support.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/xxhash.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
+
+namespace hotlink::test {
+
+namespace {
+
+struct TempRoot {
+  std::string path;
+  TempRoot() {
+    char templ[] = "/tmp/hotlink-test-XXXXXX";
+    path = mkdtemp(templ);
+  }
+  ~TempRoot() { llvm::sys::fs::remove_directories(path, true); }
+};
+
+TempRoot &root() {
+  static TempRoot r;
+  return r;
+}
+
+std::string fixture_dir() {
+  std::string d = HOTLINK_TEST_FIXTURE_DIR;
+  llvm::sys::fs::create_directories(d);
+  return d;
+}
+
+std::string slurp(const std::string &path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// Runs a fixture tool whose output `out` depends only on its arguments and
+// `input`; caches it under a hash of both.
+Bytes cached_tool(const std::vector<std::string> &tool_args,
+                  const std::string &input, const std::string &ext) {
+  std::string key;
+  for (const std::string &a : tool_args)
+    key += a + '\0';
+  key += input;
+  std::string hash = llvm::utohexstr(llvm::xxh3_64bits(key));
+  std::string out = fixture_dir() + "/" + hash + ext;
+  if (exists(out))
+    return read_file(out);
+  std::string src = temp_dir() + "/src-" + hash + ext + ".in";
+  std::ofstream(src, std::ios::binary) << input;
+  std::string tmp = out + ".tmp" + std::to_string(getpid());
+  std::vector<std::string> argv = tool_args;
+  argv.push_back(src);
+  argv.push_back("-o");
+  argv.push_back(tmp);
+  Run r = run(argv);
+  if (r.code != 0) {
+    ADD_FAILURE() << "fixture tool failed (" << tool_args[0] << "): " << r.err;
+    return {};
+  }
+  std::rename(tmp.c_str(), out.c_str());
+  return read_file(out);
+}
+
+} // namespace
+
+std::string temp_dir() {
+  static int counter = 0;
+  std::string d = root().path + "/d" + std::to_string(counter++);
+  llvm::sys::fs::create_directories(d);
+  return d;
+}
+
+Bytes read_file(const std::string &path) {
+  std::string s = slurp(path);
+  return Bytes(s.begin(), s.end());
+}
+
+void write_file(const std::string &path, const Bytes &bytes) {
+  std::ofstream f(path, std::ios::binary);
+  f.write(reinterpret_cast<const char *>(bytes.data()), bytes.size());
+}
+
+bool exists(const std::string &path) { return llvm::sys::fs::exists(path); }
+
+std::size_t count_entries(const std::string &dir) {
+  std::error_code ec;
+  std::size_t n = 0;
+  for (llvm::sys::fs::directory_iterator it(dir, ec), end; !ec && it != end;
+       it.increment(ec))
+    ++n;
+  return n;
+}
+
+long rss_kib() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("VmRSS:", 0) == 0)
+      return std::atol(line.c_str() + 6);
+  return -1;
+}
+
+Run run(const std::vector<std::string> &argv) {
+  Run r;
+  std::string out = temp_dir() + "/stdout", err = temp_dir() + "/stderr";
+  std::vector<llvm::StringRef> args(argv.begin(), argv.end());
+  std::optional<llvm::StringRef> redirects[] = {std::nullopt, llvm::StringRef(out),
+                                                llvm::StringRef(err)};
+  std::string msg;
+  r.code = llvm::sys::ExecuteAndWait(argv[0], args, std::nullopt, redirects, 0, 0, &msg);
+  r.out = slurp(out);
+  r.err = slurp(err) + msg;
+  return r;
+}
+
+Bytes compile_c(const std::string &triple, const std::string &source,
+                const std::vector<std::string> &flags) {
+  std::vector<std::string> args = {HOTLINK_TEST_CLANG, "--target=" + triple,
+                                   "-O1", "-x", "c", "-c", "-fno-stack-protector"};
+  // JIT pipelines that produce shared objects generate PIC; so do we.
+  if (triple.find("linux") != std::string::npos)
+    args.push_back("-fPIC");
+  args.insert(args.end(), flags.begin(), flags.end());
+  return cached_tool(args, source, ".o");
+}
+
+Bytes assemble(const std::string &triple, const std::string &source) {
+  return cached_tool({HOTLINK_TEST_LLVM_MC, "-triple=" + triple, "-filetype=obj"},
+                     source, ".o");
+}
+
+std::string make_archive(const std::vector<std::pair<std::string, Bytes>> &members) {
+  std::string dir = temp_dir();
+  std::vector<std::string> argv = {HOTLINK_TEST_LLVM_AR, "rcs", dir + "/lib.a"};
+  for (const auto &[name, bytes] : members) {
+    write_file(dir + "/" + name, bytes);
+    argv.push_back(dir + "/" + name);
+  }
+  Run r = run(argv);
+  EXPECT_EQ(r.code, 0) << r.err;
+  return dir + "/lib.a";
+}
+
+std::string bin_dir() { return HOTLINK_TEST_BIN_DIR; }
+
+std::string halide_style_kernel() {
+  return R"(
+struct halide_filter_metadata_t { int version; int num_arguments; const void *arguments;
+                                  const char *target; const char *name; };
+static const struct halide_filter_metadata_t meta = {1, 2, 0, "host", "f"};
+int f_par_for_closure(void *user, int idx, unsigned char *closure) { return idx + 1; }
+int f_closure_2(void *user, int idx, unsigned char *closure) { return idx * 2; }
+__attribute__((weak)) int halide_runtime_helper(int x) { return x - 1; }
+int global_counter = 5;
+int f(int x, int *out) { *out = f_par_for_closure(0, x, 0) + f_closure_2(0, x, 0) + global_counter; return 0; }
+int f_argv(void **args) { return f(*(int *)args[0], (int *)args[1]); }
+const struct halide_filter_metadata_t *f_metadata(void) { return &meta; }
+)";
+}
+
+} // namespace hotlink::test

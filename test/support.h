@@ -1,0 +1,50 @@
+// Test helpers: fixtures are produced at test time with clang-22, llvm-mc-22
+// and llvm-ar-22 (never committed), and cached per build under
+// build/test-fixtures so that parallel test processes share them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace hotlink::test {
+
+using Bytes = std::vector<std::uint8_t>;
+
+// Compiles C `source` for `triple` (clang-22 -O1 -c) and returns the object.
+// Aborts the test (ADD_FAILURE + empty result) if clang fails.
+Bytes compile_c(const std::string &triple, const std::string &source,
+                const std::vector<std::string> &flags = {});
+
+// Assembles `source` for `triple` with llvm-mc-22.
+Bytes assemble(const std::string &triple, const std::string &source);
+
+// Makes an archive (llvm-ar-22 rcs) of the given members; returns its path.
+std::string make_archive(const std::vector<std::pair<std::string, Bytes>> &members);
+
+// A fresh private directory, removed at process exit.
+std::string temp_dir();
+
+Bytes read_file(const std::string &path);
+void write_file(const std::string &path, const Bytes &bytes);
+bool exists(const std::string &path);
+// Number of entries in a directory (0 if it does not exist).
+std::size_t count_entries(const std::string &dir);
+
+// Resident set size of this process, in KiB.
+long rss_kib();
+
+// Runs a program; returns its exit code and captures stdout/stderr.
+struct Run {
+  int code = -1;
+  std::string out, err;
+};
+Run run(const std::vector<std::string> &argv);
+
+// Paths of the built tools.
+std::string bin_dir();
+
+// A Halide-style kernel: f, f_argv, f_metadata and an internal helper.
+std::string halide_style_kernel();
+
+} // namespace hotlink::test
