@@ -142,7 +142,7 @@ FileKind kind_of(const ObjectFile &o) {
 }
 
 bool section_writable(const ObjectFile &o, const SectionRef &sec) {
-  if (auto *e = dyn_cast<ELFObjectFileBase>(&o))
+  if (isa<ELFObjectFileBase>(&o))
     return ELFSectionRef(sec).getFlags() & ELF::SHF_WRITE;
   if (auto *c = dyn_cast<COFFObjectFile>(&o))
     return c->getCOFFSection(sec)->Characteristics &
@@ -214,6 +214,15 @@ Expected<bool> collect(const SymbolicFile &f, const std::string &member,
                               (*sec)->isData() || (*sec)->isBSS()))
           sym.data = true;
         sym.writable = section_writable(*obj, **sec);
+        if (auto *w = dyn_cast<WasmObjectFile>(obj)) {
+          // wasm memory is all writable; the toolchain marks constants by
+          // placing them in .rodata.* data segments.
+          const WasmSymbol &ws = w->getWasmSymbol(sr);
+          if (ws.isTypeData() && ws.isDefined() &&
+              ws.Info.DataRef.Segment < w->dataSegments().size())
+            sym.writable = !StringRef(w->dataSegments()[ws.Info.DataRef.Segment].Data.Name)
+                                .starts_with(".rodata");
+        }
         if ((*sec)->isText() && *type != SymbolRef::ST_Data)
           sym.function = true, sym.data = false;
       } else if (sym.common) {

@@ -4,6 +4,7 @@
 // After a call that reports canRunAgain == false, lld's state may be
 // corrupt: the driver refuses to call it again in this process.
 #include "linker/job.h"
+#include "linker/llvm_options.h"
 
 #include "lld/Common/Driver.h"
 #include "llvm/Support/CrashRecoveryContext.h"
@@ -156,6 +157,8 @@ JobOutput run_in_process(const Job &job) {
     }
     SavedSignals sigs;
     sigs.save();
+    SavedLLVMOptions options;
+    options.save();
     bool host_enabled_recovery = crash_recovery_enabled();
     if (!host_enabled_recovery)
       llvm::CrashRecoveryContext::Enable();
@@ -171,6 +174,10 @@ JobOutput run_in_process(const Job &job) {
     if (!host_enabled_recovery)
       llvm::CrashRecoveryContext::Disable();
     sigs.restore();
+    for (const std::string &name : options.restore())
+      out.err_text += job.flavor + ": warning: lld reset the host's LLVM option -" + name +
+                      " to its default and hotlink cannot restore options of its type; "
+                      "declare it with hotlink::set_host_llvm_options\n";
     out.ret_code = r.retCode;
     out.can_run_again = r.canRunAgain;
     if (!r.canRunAgain)

@@ -1,5 +1,6 @@
 #include "linker/service.h"
 
+#include "linker/llvm_options.h"
 #include "linker/plan.h"
 #include "linker/worker.h"
 
@@ -251,6 +252,10 @@ std::future<LinkResult> LinkService::submit(LinkRequest request) {
 ServiceStats LinkService::stats() const {
   std::lock_guard<std::mutex> lock(impl_->mu);
   return impl_->stats;
+}
+
+std::optional<Error> set_host_llvm_options(const std::vector<std::string> &args) {
+  return set_declared_llvm_options(args);
 }
 
 bool LinkService::in_process_usable() { return detail::in_process_usable(); }

@@ -16,6 +16,8 @@
 
 #include <future>
 #include <memory>
+#include <optional>
+#include <vector>
 #include <string>
 
 namespace hotlink {
@@ -32,6 +34,17 @@ struct ServiceStats {
   std::uint64_t workers_started = 0;
   std::uint64_t workers_lost = 0; // crashed or killed after a timeout
 };
+
+// lld resets every LLVM command-line option of the process to its default
+// on each in-process link. hotlink restores the options the host set whose
+// type is bool, int, unsigned, char, float, double or string by itself; options of other
+// types (enums such as -x86-asm-syntax, lists) must be declared here to be
+// restored: `set_host_llvm_options({"-x86-asm-syntax=intel"})` parses them
+// now and re-applies them after every link. An undeclared option that lld
+// reset is reported as a warning diagnostic. Process-wide, like LLVM's
+// options. Note: during a link, other host threads may see defaults; use
+// Execution::Isolated where that matters.
+std::optional<Error> set_host_llvm_options(const std::vector<std::string> &args);
 
 class LinkService {
 public:

@@ -31,6 +31,8 @@ struct TargetCase {
   Arch arch;
 };
 
+void PrintTo(const TargetCase &c, std::ostream *os) { *os << c.triple; }
+
 const TargetCase kTargets[] = {
     {"x86_64-linux-gnu", Format::ELF, Arch::X86_64},
     {"aarch64-linux-gnu", Format::ELF, Arch::AArch64},
@@ -165,6 +167,7 @@ struct SupportCase {
   const char *triple;
   const char *fltused;
 };
+void PrintTo(const SupportCase &c, std::ostream *os) { *os << c.triple; }
 const SupportCase kSupport[] = {{"x86_64-pc-windows-msvc", "_fltused"},
                                 {"i686-pc-windows-msvc", "__fltused"},
                                 {"aarch64-pc-windows-msvc", "_fltused"}};
