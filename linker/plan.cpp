@@ -197,6 +197,7 @@ Expected<Plan> plan_link(const LinkRequest &req, Timings &timings) {
     a.push_back(plain("-noentry"));
     a.push_back(plain("-nodefaultlib"));
     a.push_back(plain("-Brepro"));
+    a.push_back(plain("-noimplib")); // an import library is written on request only
     a.push_back(plain(tgt.arch == exports::Arch::X86_64 ? "-machine:x64"
                       : tgt.arch == exports::Arch::X86  ? "-machine:x86"
                                                         : "-machine:arm64"));

@@ -154,11 +154,20 @@ Expected<JobOutput> Worker::run(const Job &job,
   auto die = [&](ErrorCode code, std::string why) -> Error {
     alive_ = false;
     std::error_code ec;
-    p.child.terminate(ec);
-    p.child.wait(ec);
-    int status = p.child.native_exit_code();
-    if (WIFSIGNALED(status))
-      why += " (worker killed by signal " + std::to_string(WTERMSIG(status)) + ")";
+    // A worker that closed its pipe is exiting: let it finish, so that its
+    // real exit status is known. One that hangs is killed.
+    bool exited = code != ErrorCode::WorkerTimeout &&
+                  p.child.wait_for(std::chrono::milliseconds(500), ec);
+    if (!exited) {
+      p.child.terminate(ec);
+      p.child.wait(ec);
+    } else {
+      int status = p.child.native_exit_code();
+      if (WIFSIGNALED(status))
+        why += " (worker killed by signal " + std::to_string(WTERMSIG(status)) + ")";
+      else if (WIFEXITED(status))
+        why += " (worker exited with code " + std::to_string(WEXITSTATUS(status)) + ")";
+    }
     return make_error(code, std::move(why), {}, {},
                       code == ErrorCode::WorkerTimeout
                           ? "raise the request's timeout, or check the input"

@@ -344,9 +344,11 @@ TEST(Host, FiveHundredSequentialLinksKeepMemoryBounded) {
       after50 = test::rss_kib();
   }
   long after500 = test::rss_kib();
-  // Stated bound: 450 more links may grow resident memory by at most 8 MiB
-  // (allocator noise); a per-link leak of lld's context (~100 KiB+) fails.
-  EXPECT_LE(after500 - after50, 8 * 1024)
+  // Stated bound: 450 more links may grow resident memory by at most
+  // 256 KiB (allocator noise; measured here: +24 KiB over 12,000 links).
+  // lld's thread-local allocators, if they lived on a long-lived thread,
+  // would add ~1.15 KiB per link (~517 KiB here) and fail this.
+  EXPECT_LE(after500 - after50, 256)
       << "RSS after 50 links: " << after50 << " KiB, after 500: " << after500 << " KiB";
   RecordProperty("rss_after_50_kib", std::to_string(after50));
   RecordProperty("rss_after_500_kib", std::to_string(after500));
