@@ -60,7 +60,6 @@ void BM_HotlinkInProcess(benchmark::State &state) {
   hotlink::LinkService service;
   hotlink::LinkRequest req;
   req.inputs = {hotlink::Input::memory("kernel.o", g_object_bytes)};
-  req.exports = {"f", "f_argv", "f_metadata"};
   req.output_path = g_dirs[state.range(0)] + "/hotlink.so";
   if (!service.link(req).ok()) // warm up: lld's one-time initialisation
     return state.SkipWithError("link failed");
@@ -73,7 +72,6 @@ void BM_HotlinkWorker(benchmark::State &state) {
   hotlink::LinkService service(hotlink::ServiceConfig{1, {}});
   hotlink::LinkRequest req;
   req.inputs = {hotlink::Input::memory("kernel.o", g_object_bytes)};
-  req.exports = {"f", "f_argv", "f_metadata"};
   req.output_path = g_dirs[state.range(0)] + "/worker.so";
   req.execution = hotlink::Execution::Isolated;
   if (!service.link(req).ok()) // warm up: starts the worker

@@ -11,14 +11,18 @@
 
 namespace hotlink::exports {
 
+// nullopt when `name` is non-empty, at most kMaxNameLength bytes, and all
+// printable ASCII or space (the rules every format shares).
+std::optional<Error> check_name_basics(const std::string &name);
+
+// A BadSymbolName error for `name` (shown with bytes escaped).
+Error name_error(const std::string &name, std::string why);
+
 // Longest symbol name hotlink writes into a script or passes to lld.
 constexpr std::size_t kMaxNameLength = 4096;
 
-// nullopt when `name` is safe to write in every export-list syntax: 1 to
-// kMaxNameLength printable ASCII bytes, none of which is whitespace, a
-// quote, ';', '#', '{', '}', ',', '=', '\\', or the glob characters '*', '['
-// and ']' ('?' too for Mach-O; MSVC-mangled names need it elsewhere).
-// Otherwise an error naming the symbol and the offending byte.
+// nullopt when `name` can be written in `format`'s export syntax (see
+// writers.h for the rules of each); Format::Unknown applies all of them.
 std::optional<Error> check_name(const std::string &name,
                                 Format format = Format::Unknown);
 

@@ -196,6 +196,9 @@ Expected<bool> collect(const SymbolicFile &f, const std::string &member,
     sym.defined = !undefined;
     sym.weak = fl & BasicSymbolRef::SF_Weak;
     sym.common = fl & BasicSymbolRef::SF_Common;
+    // wasm objects mark every symbol hidden unless told otherwise; wasm-ld
+    // still exports them by name, so only ELF and Mach-O hide for real.
+    sym.hidden = (fl & BasicSymbolRef::SF_Hidden) && !isa<WasmObjectFile>(&f);
     sym.member = member;
     if (obj && sym.defined) {
       SymbolRef sr(s.getRawDataRefImpl(), obj);

@@ -29,6 +29,8 @@ struct Symbol {
   bool function = false;
   bool data = false;     // an object (variable or constant)
   bool writable = false; // defined in a writable section
+  bool hidden = false;   // hidden/internal visibility (ELF) or private
+                         // extern (Mach-O): cannot be exported
   std::string member;    // archive member it came from, empty for objects
 };
 

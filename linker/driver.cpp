@@ -19,6 +19,7 @@
 #include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
+#include <fstream>
 #include <iterator>
 #include <mutex>
 #include <sys/stat.h>
@@ -279,6 +280,15 @@ JobOutput run_in_process(const Job &job) {
   replace_all(out.out_text, dir + "/", "");
   replace_all(out.err_text, dir + "/", "");
 
+  if (out.ret_code == 0 && !job.implib_name.empty()) {
+    // lld-link writes the import library as a regular file (through a
+    // temporary one: one small RemoveFileOnSignal entry per link that asks
+    // for an import library).
+    std::ifstream f(dir + "/" + job.implib_name, std::ios::binary);
+    out.implib.assign(std::istreambuf_iterator<char>(f), {});
+    if (out.implib.empty())
+      out.setup_error = "lld wrote no import library '" + job.implib_name + "'";
+  }
   // A successful link always writes a non-empty image.
   if (out.ret_code == 0 && out.artifact.empty())
     out.setup_error = "lld reported success but wrote no output '" + job.output_name + "'";

@@ -27,6 +27,7 @@ struct Job {
   // support objects, export lists): relative name -> bytes.
   std::vector<std::pair<std::string, std::vector<std::uint8_t>>> files;
   std::string output_name; // lld's output, relative to the workdir
+  std::string implib_name; // COFF import library to return, if any
   // Paths as lld will print them -> the names the user knows them by.
   std::vector<std::pair<std::string, std::string>> display_names;
 };
@@ -36,6 +37,7 @@ struct JobOutput {
   bool can_run_again = true;
   std::string out_text, err_text; // what lld printed, captured
   std::vector<std::uint8_t> artifact;
+  std::vector<std::uint8_t> implib;
   double link_ms = 0;
   std::string setup_error; // the scratch dir or output could not be handled
   bool not_run = false;    // in-process lld was already unusable: run elsewhere

@@ -15,6 +15,7 @@
 #pragma once
 
 #include "exports/error.h"
+#include "exports/policy.h"
 
 #include <chrono>
 #include <cstdint>
@@ -23,6 +24,8 @@
 #include <vector>
 
 namespace hotlink {
+
+using exports::ExportPolicy;
 
 // One object file or archive, from a path or from memory.
 struct Input {
@@ -51,7 +54,13 @@ struct LinkRequest {
   std::string target;                 // LLVM triple; empty = the host
   std::vector<Input> inputs;
   std::string output_path;            // empty = return the bytes
-  std::vector<std::string> exports;   // names to export; empty = lld default
+  // What the artifact exports. Default: the entry-point convention (f with
+  // f_argv / f_metadata); ExportPolicy::list({...}) for explicit names.
+  exports::ExportPolicy exports;
+  std::string def_input;     // COFF: a user .def merged into the exports
+  std::string def_output;    // COFF: also write the .def here
+  std::string implib_output; // COFF: also write the import library here
+  bool want_implib = false;  // COFF: return it in LinkResult::implib
   std::vector<std::string> libraries; // -l names (or archive paths)
   std::vector<std::string> library_paths;
   std::string sysroot;
@@ -85,7 +94,11 @@ struct LinkResult {
   std::string target;                  // the normalized triple
   std::string artifact_path;           // when an output path was given
   std::vector<std::uint8_t> artifact;  // when no output path was given
-  std::vector<std::string> exports;    // the names the link exported
+  std::vector<std::string> exports;    // the C names the link exported
+  std::string export_file;             // the version script / .def / list used
+  std::string def_path, implib_path;   // when def_output / implib_output
+  std::vector<std::uint8_t> implib;    // the import library, when asked for
+                                       // without an implib_output path
   std::vector<std::string> support_objects; // symbols hotlink provided
   std::vector<Diagnostic> diagnostics; // everything lld said
   std::string executed_by;             // "in-process" or "worker"

@@ -2,6 +2,7 @@
 
 #include "exports/names.h"
 #include "exports/symbols.h"
+#include "exports/writers.h"
 #include "linker/support.h"
 
 #include "llvm/Support/FileSystem.h"
@@ -131,26 +132,50 @@ Expected<Plan> plan_link(const LinkRequest &req, Timings &timings) {
                         "matches it with --target");
   }
 
-  // 2. Exports: safe names, each defined by some input.
+  // 2. Exports: the policy over every input's symbols, then a user .def.
   std::set<std::string> defined, undefined;
   bool any_archive = false;
+  std::vector<exports::ObjectInfo> infos;
   for (const Loaded &l : loaded) {
     any_archive |= l.info.kind == exports::FileKind::Archive;
     for (const exports::Symbol &s : l.info.symbols)
       (s.defined ? defined : undefined).insert(s.name);
+    infos.push_back(l.info);
   }
-  for (const std::string &name : req.exports) {
-    if (auto bad = exports::check_name(name, tgt.format))
-      return *bad;
-    std::string sym = exports::decorate(tgt.format, tgt.arch, name);
-    if (!defined.count(sym))
-      return make_error(ErrorCode::MissingExport,
-                        "is to be exported but no input defines it" +
-                            (sym != name ? " (as '" + sym + "')" : std::string()),
-                        {}, name, "check the spelling, or add the object that defines it");
-    if (std::find(plan.exports.begin(), plan.exports.end(), name) ==
-        plan.exports.end())
-      plan.exports.push_back(name);
+  bool export_list = req.exports.mode != exports::ExportPolicy::Mode::None;
+  if (export_list) {
+    auto chosen = exports::select_exports(infos, tgt.format, tgt.arch, req.exports);
+    if (!chosen)
+      return chosen.take_error();
+    plan.exports = std::move(chosen.value());
+  }
+  if (!req.def_input.empty() || !req.def_output.empty() || !req.implib_output.empty()) {
+    if (tgt.format != Format::COFF)
+      return make_error(ErrorCode::BadRequest,
+                        ".def files and import libraries are for COFF targets, not " + tgt.triple,
+                        {}, !req.def_input.empty() ? "--def-in" : !req.def_output.empty() ? "--def" : "--implib",
+                        "drop the option, or link for a -windows-msvc target");
+  }
+  if (!req.def_output.empty() && !export_list && req.def_input.empty())
+    return make_error(ErrorCode::BadRequest, "a .def needs an export list, and the policy is 'none'",
+                      {}, "--def", "choose an export policy other than none");
+  if (!req.def_input.empty()) {
+    auto text = llvm::MemoryBuffer::getFile(req.def_input, /*IsText=*/true);
+    if (!text)
+      return make_error(ErrorCode::InputNotFound, "cannot read: " + text.getError().message(),
+                        req.def_input, "--def-in", "check the path");
+    auto def = exports::parse_def((*text)->getBuffer().str(), tgt.arch, req.def_input);
+    if (!def)
+      return def.take_error();
+    exports::DefMerge merged = exports::merge_def(plan.exports, def.value());
+    for (const exports::Export &e : merged.exports)
+      if (!defined.count(e.symbol) && !defined.count(exports::decorate(tgt.format, tgt.arch, e.symbol)))
+        return make_error(ErrorCode::MissingExport,
+                          "is exported by the .def but no input defines it", req.def_input,
+                          e.name, "remove it from the .def, or add the object that defines it");
+    plan.exports = std::move(merged.exports);
+    plan.warnings = std::move(merged.conflicts);
+    export_list = true;
   }
   for (const std::string &f : req.extra_flags)
     if (f.find("mllvm") != std::string::npos ||
@@ -197,7 +222,6 @@ Expected<Plan> plan_link(const LinkRequest &req, Timings &timings) {
     a.push_back(plain("-noentry"));
     a.push_back(plain("-nodefaultlib"));
     a.push_back(plain("-Brepro"));
-    a.push_back(plain("-noimplib")); // an import library is written on request only
     a.push_back(plain(tgt.arch == exports::Arch::X86_64 ? "-machine:x64"
                       : tgt.arch == exports::Arch::X86  ? "-machine:x86"
                                                         : "-machine:arm64"));
@@ -248,47 +272,69 @@ Expected<Plan> plan_link(const LinkRequest &req, Timings &timings) {
     break;
   }
 
-  // Exports.
-  if (!plan.exports.empty()) {
-    std::string list;
+  // Exports: the format's export list, written by exports/ (which refuses
+  // any name that could change the list's meaning).
+  auto add_file = [&](const char *name, const std::string &text) {
+    job.files.emplace_back(name, std::vector<std::uint8_t>(text.begin(), text.end()));
+  };
+  if (export_list) {
     switch (tgt.format) {
-    case Format::ELF:
-      // Quoted names are matched literally (no globs); everything else
-      // becomes local.
-      list = "{\n  global:\n";
-      for (const std::string &n : plan.exports)
-        list += "    \"" + n + "\";\n";
-      list += "  local: *;\n};\n";
-      job.files.emplace_back("exports.ver",
-                             std::vector<std::uint8_t>(list.begin(), list.end()));
+    case Format::ELF: {
+      auto script = exports::write_version_script(plan.exports);
+      if (!script)
+        return script.take_error();
+      plan.export_file = script.value();
+      add_file("exports.ver", plan.export_file);
       a.push_back(in_dir("--version-script=", "exports.ver"));
-      if (any_archive)
-        for (const std::string &n : plan.exports)
-          a.push_back(plain("--undefined=" + n));
+      if (any_archive) // pull in archive members that define exports
+        for (const exports::Export &e : plan.exports)
+          a.push_back(plain("--undefined=" + e.symbol));
       break;
-    case Format::COFF:
-      for (const std::string &n : plan.exports)
-        a.push_back(plain("-export:" + n));
+    }
+    case Format::COFF: {
+      auto def = exports::write_def(plan.exports, out_name);
+      if (!def)
+        return def.take_error();
+      plan.export_file = def.value();
+      add_file("exports.def", plan.export_file);
+      a.push_back(in_dir("-def:", "exports.def"));
       break;
-    case Format::MachO:
-      for (const std::string &n : plan.exports)
-        list += "_" + n + "\n";
-      job.files.emplace_back("exports.txt",
-                             std::vector<std::uint8_t>(list.begin(), list.end()));
+    }
+    case Format::MachO: {
+      auto list = exports::write_macho_list(plan.exports);
+      if (!list)
+        return list.take_error();
+      plan.export_file = list.value();
+      add_file("exports.txt", plan.export_file);
       a.push_back(plain("-exported_symbols_list"));
       a.push_back(in_dir("", "exports.txt"));
       if (any_archive)
-        for (const std::string &n : plan.exports) {
+        for (const exports::Export &e : plan.exports) {
           a.push_back(plain("-u"));
-          a.push_back(plain("_" + n));
+          a.push_back(plain(e.symbol));
         }
       break;
-    case Format::Wasm:
-      for (const std::string &n : plan.exports)
-        a.push_back(plain("--export=" + n));
+    }
+    case Format::Wasm: {
+      auto flags = exports::write_wasm_flags(plan.exports);
+      if (!flags)
+        return flags.take_error();
+      for (const std::string &f : flags.value()) {
+        a.push_back(plain(f));
+        plan.export_file += f + "\n";
+      }
       break;
+    }
     case Format::Unknown:
       break;
+    }
+  }
+  if (tgt.format == Format::COFF) {
+    if (req.implib_output.empty() && !req.want_implib) {
+      a.push_back(plain("-noimplib"));
+    } else {
+      job.implib_name = llvm::sys::path::stem(out_name).str() + ".lib";
+      a.push_back(in_dir("-implib:", job.implib_name));
     }
   }
 

@@ -16,7 +16,9 @@ namespace hotlink::detail {
 struct Plan {
   Job job;
   TargetInfo target;
-  std::vector<std::string> exports;         // as requested (C names)
+  std::vector<exports::Export> exports;     // what the artifact exports
+  std::string export_file;                  // the list handed to lld
+  std::vector<std::string> warnings;        // e.g. .def merge conflicts
   std::vector<std::string> support_objects; // symbols hotlink provides
   bool needs_worker = false; // e.g. -mllvm: a bad value exits the process
 };

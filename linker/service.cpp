@@ -138,15 +138,25 @@ LinkResult LinkService::Impl::link(const LinkRequest &req) {
   if (!plan)
     return finish(plan.take_error());
   res.target = plan->target.triple;
-  res.exports = plan->exports;
+  for (const exports::Export &e : plan->exports)
+    res.exports.push_back(e.name);
+  res.export_file = plan->export_file;
   res.support_objects = plan->support_objects;
+  for (const std::string &w : plan->warnings)
+    res.diagnostics.push_back(Diagnostic{Severity::Warning, w, req.def_input, {}});
 
-  std::optional<OutputReservation> output;
-  if (!req.output_path.empty()) {
-    auto r = OutputReservation::reserve(req.output_path);
+  // Every file the link publishes is reserved before lld runs, so that an
+  // unwritable destination fails early and nothing is published partially.
+  std::optional<OutputReservation> output, def_output, implib_output;
+  for (auto [path, slot] : {std::pair{&req.output_path, &output},
+                            std::pair{&req.def_output, &def_output},
+                            std::pair{&req.implib_output, &implib_output}}) {
+    if (path->empty())
+      continue;
+    auto r = OutputReservation::reserve(*path);
     if (!r)
       return finish(r.take_error());
-    output.emplace(std::move(r.value()));
+    slot->emplace(std::move(r.value()));
   }
 
   JobOutput out;
@@ -176,7 +186,8 @@ LinkResult LinkService::Impl::link(const LinkRequest &req) {
     break;
   }
   res.timings.link_ms = out.link_ms;
-  res.diagnostics = parse_diagnostics(plan->job, out.err_text + out.out_text);
+  for (Diagnostic &d : parse_diagnostics(plan->job, out.err_text + out.out_text))
+    res.diagnostics.push_back(std::move(d));
   if (!out.setup_error.empty())
     return finish(make_error(ErrorCode::OutputError, out.setup_error, {}, {},
                              "check free space in the scratch directory "
@@ -186,6 +197,21 @@ LinkResult LinkService::Impl::link(const LinkRequest &req) {
                              "lld failed (exit code " +
                                  std::to_string(out.ret_code) + ")"));
   auto t1 = std::chrono::steady_clock::now();
+  // The companions first, the artifact last: whoever sees the artifact can
+  // rely on its .def and import library being there.
+  if (def_output) {
+    std::vector<std::uint8_t> text(res.export_file.begin(), res.export_file.end());
+    if (auto err = def_output->publish(text))
+      return finish(std::move(err));
+    res.def_path = req.def_output;
+  }
+  if (implib_output) {
+    if (auto err = implib_output->publish(out.implib))
+      return finish(std::move(err));
+    res.implib_path = req.implib_output;
+  } else {
+    res.implib = std::move(out.implib);
+  }
   if (output) {
     if (auto err = output->publish(out.artifact))
       return finish(std::move(err));

@@ -82,6 +82,7 @@ std::string encode(const Job &job) {
     w.bytes(bytes);
   }
   w.str(job.output_name);
+  w.str(job.implib_name);
   return std::move(w.s);
 }
 
@@ -102,6 +103,7 @@ bool decode(const std::string &bytes, Job &job) {
     data = r.bytes();
   }
   job.output_name = r.str();
+  job.implib_name = r.str();
   return r.ok && r.pos == bytes.size();
 }
 
@@ -113,6 +115,7 @@ std::string encode(const JobOutput &out) {
   w.str(out.out_text);
   w.str(out.err_text);
   w.bytes(out.artifact);
+  w.bytes(out.implib);
   std::uint64_t ms;
   static_assert(sizeof ms == sizeof out.link_ms);
   std::memcpy(&ms, &out.link_ms, sizeof ms);
@@ -131,6 +134,7 @@ bool decode(const std::string &bytes, JobOutput &out) {
   out.out_text = r.str();
   out.err_text = r.str();
   out.artifact = r.bytes();
+  out.implib = r.bytes();
   std::uint64_t ms = r.num();
   std::memcpy(&out.link_ms, &ms, sizeof ms);
   out.setup_error = r.str();

@@ -102,7 +102,8 @@ int main() {
   hotlink::LinkService service;
   hotlink::LinkRequest req;
   req.inputs.push_back(hotlink::Input::memory("kernel.o", object.data(), object.size()));
-  req.exports = {"scale_add", "scale_add_argv"};
+  // No export list: hotlink finds the entry points (scale_add has a
+  // scale_add_argv companion) and exports exactly those.
   std::string dir = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
   req.output_path = dir + "/hotlink-demo-" + std::to_string(getpid()) + ".so";
   // The first link pays one-time costs (lld's tables, page faults); a JIT

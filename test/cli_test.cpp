@@ -87,7 +87,7 @@ TEST(Cli, HelpExitsZero) {
 TEST(Cli, IsolatedLinkRunsInAWorker) {
   std::string in = object_file(host_target(), "int f(int x) { return x; }");
   std::string out = test::temp_dir() + "/k.so";
-  test::Run r = test::run({hotlink_bin(), "link", "--isolated", "-o", out, "--json", in});
+  test::Run r = test::run({hotlink_bin(), "link", "--isolated", "-o", out, "--export", "f", "--json", in});
   ASSERT_EQ(r.code, 0) << r.err;
   auto v = llvm::json::parse(r.out);
   ASSERT_TRUE(bool(v));

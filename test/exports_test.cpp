@@ -115,24 +115,50 @@ TEST(Reader, GarbageNeverCrashes) {
   SUCCEED();
 }
 
-TEST(Names, SafeNamesPass) {
-  for (const char *n : {"f", "f_argv", "_ZN3foo3barEv", "?foo@@YAXXZ", "a$b", "x.y"})
-    EXPECT_FALSE(check_name(n).has_value()) << n;
+struct NameCase {
+  std::string name;
+  Format format;
+  bool ok;
+};
+
+TEST(Names, EachFormatAcceptsWhatItCanWriteAndRefusesTheRest) {
+  const NameCase cases[] = {
+      {"f", Format::Unknown, true},
+      {"_ZN3foo3barEv", Format::Unknown, true},
+      {"?foo@@YAXXZ", Format::COFF, true},   // MSVC C++ names
+      {"?foo@@YAXXZ", Format::MachO, false}, // '?' is a glob there
+      {"a b", Format::ELF, true},            // quoted in a version script
+      {"a;b{c}#d", Format::ELF, true},
+      {"a\"b", Format::ELF, false},
+      {"a\\b", Format::ELF, false},
+      {"a b", Format::MachO, false},
+      {"a#b", Format::MachO, false},
+      {"a*", Format::MachO, false},
+      {"a b", Format::COFF, false},
+      {"a;b", Format::COFF, false},
+      {"a,DATA", Format::COFF, false},
+      {"a=b", Format::COFF, false},
+      {"@f", Format::COFF, false},           // reads as an ordinal
+      {"a,b", Format::Wasm, false},
+      {"a b", Format::Wasm, true},
+  };
+  for (const NameCase &c : cases)
+    EXPECT_EQ(!check_name(c.name, c.format).has_value(), c.ok)
+        << "'" << c.name << "' for " << to_string(c.format);
 }
 
-TEST(Names, HostileNamesAreRefusedWithTheNameShown) {
-  for (const std::string &n : {std::string(""), std::string("a b"), std::string("a;b"), std::string("a#b"),
-                               std::string("a\"b"), std::string("a'b"), std::string("a{b"), std::string("a}b"),
-                               std::string("a\nb"), std::string("a\x01"), std::string("caf\xc3\xa9"),
-                               std::string("a,DATA"), std::string("a=b"), std::string("a*"), std::string("a[1]"),
-                               std::string(kMaxNameLength + 1, 'x')}) {
-    auto err = check_name(n);
-    ASSERT_TRUE(err.has_value()) << n;
-    EXPECT_EQ(err->code, ErrorCode::BadSymbolName);
-  }
-  EXPECT_TRUE(check_name("?foo@@YAXXZ", Format::MachO).has_value()); // glob in Mach-O lists
-  auto err = check_name("bad\nname");
-  EXPECT_EQ(err->symbol, "bad\\x0aname");
+TEST(Names, EveryFormatRefusesControlNonAsciiEmptyAndOverlong) {
+  for (Format f : {Format::ELF, Format::COFF, Format::MachO, Format::Wasm})
+    for (const std::string &n : {std::string(""), std::string("a\nb"), std::string("a\rb"),
+                                 std::string("a\x01"), std::string("a\x7f"), std::string("caf\xc3\xa9"),
+                                 std::string(kMaxNameLength + 1, 'x')}) {
+      auto err = check_name(n, f);
+      ASSERT_TRUE(err.has_value()) << to_string(f);
+      EXPECT_EQ(err->code, ErrorCode::BadSymbolName);
+    }
+  EXPECT_FALSE(check_name(std::string(kMaxNameLength, 'x'), Format::ELF).has_value());
+  auto err = check_name("bad\nname", Format::ELF);
+  EXPECT_EQ(err->symbol, "bad\\x0aname"); // shown with the byte escaped
 }
 
 TEST(Names, Decoration) {

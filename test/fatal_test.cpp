@@ -47,14 +47,14 @@ TEST(Fatal, HostSurvivesAndLaterLinksGoToWorkers) {
   LinkRequest good;
   good.target = "x86_64-linux-gnu";
   good.inputs = {Input::memory("good.o", test::compile_c(good.target, "int f(int x) { return x; }"))};
-  good.exports = {"f"};
+  good.exports = ExportPolicy::list({"f"});
   LinkResult before = service.link(good);
   ASSERT_TRUE(before.ok());
   EXPECT_EQ(before.executed_by, "in-process");
 
   LinkRequest bad = good;
   bad.inputs = {Input::memory("bad.o", object_with_bad_relocation())};
-  bad.exports = {};
+  bad.exports = ExportPolicy::none();
   bad.execution = Execution::InProcess;
   LinkResult r = service.link(bad);
   ASSERT_FALSE(r.ok());
@@ -83,6 +83,7 @@ TEST(Fatal, FatalErrorInAWorkerReplacesTheWorker) {
   LinkRequest bad;
   bad.target = "x86_64-linux-gnu";
   bad.inputs = {Input::memory("bad.o", object_with_bad_relocation())};
+  bad.exports = ExportPolicy::none();
   bad.execution = Execution::Isolated;
   LinkResult r = service.link(bad);
   ASSERT_FALSE(r.ok());
@@ -91,6 +92,7 @@ TEST(Fatal, FatalErrorInAWorkerReplacesTheWorker) {
   EXPECT_TRUE(LinkService::in_process_usable()); // the host's lld is untouched
   LinkRequest good = bad;
   good.inputs = {Input::memory("good.o", test::compile_c(good.target, "int f(int x) { return x; }"))};
+  good.exports = ExportPolicy::list({"f"});
   LinkResult ok = service.link(good);
   EXPECT_TRUE(ok.ok()) << ok.error->to_string();
   EXPECT_EQ(service.stats().workers_started, 2u);

@@ -57,7 +57,8 @@ LinkRequest kernel_request(const std::string &triple) {
   req.target = triple;
   req.inputs.push_back(
       Input::memory("kernel.o", test::compile_c(triple, test::halide_style_kernel())));
-  req.exports = {"f", "f_argv", "f_metadata"};
+  // The default policy: the entry-point convention finds f, f_argv and
+  // f_metadata, and nothing else.
   return req;
 }
 
@@ -134,7 +135,7 @@ TEST(Linker, FileInputGivesSameBytesAsMemoryInput) {
 TEST(Linker, WithoutExportListLldDefaultsApply) {
   LinkService service;
   LinkRequest req = kernel_request(host_target());
-  req.exports.clear();
+  req.exports = ExportPolicy::none();
   LinkResult r = service.link(req);
   ASSERT_TRUE(r.ok()) << r.error->to_string();
   auto info = exports::read_artifact(r.artifact.data(), r.artifact.size(), "a");
@@ -152,7 +153,7 @@ TEST(Linker, ArchiveMemberDefiningAnExportIsPulledIn) {
   LinkRequest req;
   req.target = t;
   req.inputs = {Input::memory("main.o", main), Input::file(archive)};
-  req.exports = {"f", "f_argv"};
+  req.exports = ExportPolicy::list({"f", "f_argv"});
   LinkResult r = service.link(req);
   ASSERT_TRUE(r.ok()) << r.error->to_string();
   auto info = exports::read_artifact(r.artifact.data(), r.artifact.size(), "a");
@@ -198,7 +199,7 @@ TEST_P(Support, ChkstkAndFltusedAreProvidedWhenReferenced) {
   LinkRequest req;
   req.target = sc.triple;
   req.inputs = {Input::memory("k.o", obj)};
-  req.exports = {"f"};
+  req.exports = ExportPolicy::list({"f"});
   LinkResult r = service.link(req);
   ASSERT_TRUE(r.ok()) << r.error->to_string();
   std::vector<std::string> support = r.support_objects;
@@ -232,7 +233,7 @@ TEST_P(Support, NotAddedWhenAnInputDefinesThem) {
   LinkRequest req;
   req.target = sc.triple;
   req.inputs = {Input::memory("k.o", obj)};
-  req.exports = {"f"};
+  req.exports = ExportPolicy::list({"f"});
   LinkResult r = service.link(req);
   ASSERT_TRUE(r.ok()) << r.error->to_string();
   EXPECT_TRUE(r.support_objects.empty());
@@ -268,7 +269,7 @@ TEST(Host, LldPrintsNothingToTheHostsStderr) {
   req.target = "x86_64-pc-windows-msvc";
   req.inputs = {Input::memory("uses_missing.o",
                               test::compile_c(req.target, "int missing(void); int f(void) { return missing(); }"))};
-  req.exports = {"f"};
+  req.exports = ExportPolicy::list({"f"});
   LinkResult r = service.link(req);
   dup2(saved, 2);
   close(saved);
@@ -464,7 +465,7 @@ protected:
     LinkRequest req;
     req.target = target;
     req.inputs = std::move(inputs);
-    req.exports = std::move(exports);
+    req.exports = exports.empty() ? ExportPolicy::none() : ExportPolicy::list(std::move(exports));
     req.output_path = out;
     return service.link(req);
   }
@@ -554,6 +555,7 @@ TEST_F(BadInput, UndefinedSymbolOnCoff) {
 TEST_F(BadInput, UndefinedSymbolOnElfWhenRequiredResolved) {
   LinkRequest req;
   req.inputs = {Input::memory("k.o", test::compile_c(host_target(), "int missing_fn(int); int f(int x){return missing_fn(x);}"))};
+  req.exports = ExportPolicy::list({"f"});
   req.output_path = out;
   EXPECT_TRUE(service.link(req).ok()); // ELF default: resolved at load time
   std::remove(out.c_str());
@@ -596,7 +598,9 @@ TEST_F(BadInput, MissingExportIsNamed) {
 TEST_F(BadInput, HostileExportNameIsRefused) {
   for (const std::string &name : {std::string("f; local: *"), std::string("f\n}"), std::string("a\"b"),
                                   std::string("f,DATA"), std::string("caf\xc3\xa9")}) {
-    LinkResult r = link_bad({Input::memory("k.o", host_object())}, host_target(), {name});
+    out = test::temp_dir() + "/out.dll";
+    LinkResult r = link_bad({Input::memory("k.obj", test::compile_c("x86_64-pc-windows-msvc", "int f(void){return 1;}"))},
+                            "x86_64-pc-windows-msvc", {name});
     ASSERT_FALSE(r.ok()) << name;
     EXPECT_EQ(r.error->code, ErrorCode::BadSymbolName) << name;
   }

@@ -31,6 +31,7 @@ template <class T> T value_of(const char *name) {
 LinkResult link_something(LinkService &service) {
   LinkRequest req;
   req.inputs = {Input::memory("k.o", test::compile_c(host_target(), "int f(int x) { return x; }"))};
+  req.exports = ExportPolicy::list({"f"});
   return service.link(req);
 }
 

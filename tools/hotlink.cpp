@@ -4,12 +4,20 @@
 // Exit codes: 0 success; 1 the operation failed (the link failed); 2 bad
 // usage or bad input (unknown flag, missing or invalid input, unwritable
 // output).
+#include "exports/policy.h"
+#include "exports/symbols.h"
+#include "exports/writers.h"
 #include "linker/linker.h"
 #include "linker/service.h"
+
+#include "llvm/Support/MemoryBuffer.h"
 
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
+#include "llvm/TargetParser/Triple.h"
+
+#include <algorithm>
 
 #include <cstdio>
 #include <cstdlib>
@@ -28,6 +36,7 @@ usage: hotlink <command> [options]
 
 commands:
   link      link objects into a .so / .dll / .dylib / wasm module
+  exports   show what a link would export, or write the export file
   targets   list the supported targets
 
 Run `hotlink <command> --help` for a command's options.
@@ -41,7 +50,13 @@ Links INPUT objects/archives into OUT, a shared object for the target.
 options:
   --target TRIPLE      target triple (default: the host); see `hotlink targets`
   -o OUT               the artifact to write (written atomically)
-  --export NAME        export NAME (repeatable); default: lld's default
+  --policy P           entry-points (default), all, list or none
+  --export NAME        export NAME (repeatable), in any policy
+  --include GLOB       also export defined symbols matching GLOB (repeatable)
+  --exclude GLOB       never export symbols matching GLOB (repeatable)
+  --def OUT.def        COFF: also write the .def used for the DLL
+  --implib OUT.lib     COFF: also write the DLL's import library
+  --def-in FILE.def    COFF: merge FILE.def into the exports (its entries win)
   -L DIR               add a library search directory (repeatable)
   -l LIB               link library LIB (repeatable)
   --sysroot DIR        sysroot for library lookup
@@ -55,7 +70,33 @@ options:
   --json               print the result as JSON on stdout
   -h, --help           this help
 
+Policies: entry-points exports every function f that has an f_argv or
+f_metadata companion, with its companions; all exports every defined
+external symbol except linker/CRT machinery (COFF: read-only data too),
+marking data DATA; list exports only --export/--include names; none leaves
+exports to lld's default.
+
 exit codes: 0 linked, 1 the link failed, 2 bad usage or bad input.
+)";
+
+const char *kExportsHelp = R"(usage: hotlink exports [options] INPUT...
+
+Prints what `hotlink link` would export from INPUT objects/archives, or the
+export file it would hand to lld.
+
+options:
+  --target TRIPLE      target (default: inferred from the first input)
+  --policy P           entry-points (default), all or list
+  --export NAME        export NAME (repeatable)
+  --include GLOB       also export symbols matching GLOB (repeatable)
+  --exclude GLOB       never export symbols matching GLOB (repeatable)
+  --format F           list (default: C name, DATA mark, demangled name),
+                       def, version-script, macho, wasm or json
+  --library NAME       LIBRARY name for --format def (default: kernel.dll)
+  -h, --help           this help
+
+exit codes: 0 printed, 1 no export can be written (e.g. a hostile name),
+2 bad usage or bad input.
 )";
 
 int usage_error(const std::string &msg, const char *help_cmd) {
@@ -113,6 +154,9 @@ void print_json(const hotlink::LinkResult &r) {
       {"artifact", r.artifact_path},
       {"exports", std::move(exports)},
       {"support_objects", std::move(support)},
+      {"export_file", r.export_file},
+      {"def", r.def_path},
+      {"implib", r.implib_path},
       {"executed_by", r.executed_by},
       {"diagnostics", std::move(diags)},
       {"timings_ms", llvm::json::Object{{"validate", r.timings.validate_ms},
@@ -125,6 +169,30 @@ void print_json(const hotlink::LinkResult &r) {
     o["error"] = error_json(*r.error);
   llvm::outs() << llvm::formatv("{0:2}", llvm::json::Value(std::move(o))) << "\n";
   llvm::outs().flush();
+}
+
+// The export-policy flags `link` and `exports` share. Returns true when
+// `a` was one of them (consuming its value); sets `error` on a bad value.
+bool policy_flag(const std::string &a, int &i, int argc, char **argv,
+                 hotlink::ExportPolicy &policy, std::string &error) {
+  if (a != "--policy" && a != "--export" && a != "--include" && a != "--exclude")
+    return false;
+  if (i + 1 >= argc) {
+    error = "option " + a + " needs a value";
+    return true;
+  }
+  std::string v = argv[++i];
+  if (a == "--policy") {
+    if (!hotlink::exports::parse_mode(v, policy.mode))
+      error = "--policy takes entry-points, all, list or none, not '" + v + "'";
+  } else if (a == "--export") {
+    policy.names.push_back(v);
+  } else if (a == "--include") {
+    policy.include.push_back(v);
+  } else {
+    policy.exclude.push_back(v);
+  }
+  return true;
 }
 
 bool parse_unsigned(const std::string &s, unsigned long &out) {
@@ -148,8 +216,11 @@ int cmd_link(int argc, char **argv) {
       out = argv[++i];
       return true;
     };
-    std::string v;
-    if (a == "-h" || a == "--help") {
+    std::string v, policy_error;
+    if (policy_flag(a, i, argc, argv, req.exports, policy_error)) {
+      if (!policy_error.empty())
+        return usage_error(policy_error, "link");
+    } else if (a == "-h" || a == "--help") {
       std::fputs(kLinkHelp, stdout);
       return kOk;
     } else if (a == "--json") {
@@ -162,15 +233,17 @@ int cmd_link(int argc, char **argv) {
       req.undefined = hotlink::Undefined::Error;
     } else if (a == "--no-support-objects") {
       req.support_objects = false;
-    } else if (a == "--target" || a == "-o" || a == "--export" || a == "-L" ||
-               a == "-l" || a == "--sysroot" || a == "--flag" ||
-               a == "--threads" || a == "--timeout-ms") {
+    } else if (a == "--target" || a == "-o" || a == "-L" || a == "-l" ||
+               a == "--sysroot" || a == "--flag" || a == "--threads" ||
+               a == "--timeout-ms" || a == "--def" || a == "--implib" || a == "--def-in") {
       if (!value(v))
         return usage_error("option " + a + " needs a value", "link");
       unsigned long n = 0;
       if (a == "--target") req.target = v;
       else if (a == "-o") req.output_path = v;
-      else if (a == "--export") req.exports.push_back(v);
+      else if (a == "--def") req.def_output = v;
+      else if (a == "--implib") req.implib_output = v;
+      else if (a == "--def-in") req.def_input = v;
       else if (a == "-L") req.library_paths.push_back(v);
       else if (a == "-l") req.libraries.push_back(v);
       else if (a == "--sysroot") req.sysroot = v;
@@ -215,6 +288,122 @@ int cmd_link(int argc, char **argv) {
   return r.ok() ? kOk : exit_code_for(r.error->code);
 }
 
+// The triple hotlink would link an input for, from its format and arch.
+std::string triple_for(hotlink::exports::Format f, hotlink::exports::Arch a) {
+  using hotlink::exports::Arch;
+  using hotlink::exports::Format;
+  switch (f) {
+  case Format::ELF: return a == Arch::AArch64 ? "aarch64-linux-gnu" : "x86_64-linux-gnu";
+  case Format::COFF:
+    return a == Arch::X86 ? "i686-pc-windows-msvc"
+           : a == Arch::AArch64 ? "aarch64-pc-windows-msvc" : "x86_64-pc-windows-msvc";
+  case Format::MachO: return a == Arch::AArch64 ? "arm64-apple-macos" : "x86_64-apple-macos";
+  case Format::Wasm: return "wasm32-unknown-unknown";
+  case Format::Unknown: break;
+  }
+  return {};
+}
+
+int cmd_exports(int argc, char **argv) {
+  using namespace hotlink::exports;
+  ExportPolicy policy;
+  std::string target, format = "list", library = "kernel.dll";
+  std::vector<std::string> inputs;
+  for (int i = 0; i < argc; ++i) {
+    std::string a = argv[i], err;
+    if (policy_flag(a, i, argc, argv, policy, err)) {
+      if (!err.empty())
+        return usage_error(err, "exports");
+    } else if (a == "-h" || a == "--help") {
+      return std::fputs(kExportsHelp, stdout), kOk;
+    } else if (a == "--target" || a == "--format" || a == "--library") {
+      if (i + 1 >= argc)
+        return usage_error("option " + a + " needs a value", "exports");
+      (a == "--target" ? target : a == "--format" ? format : library) = argv[++i];
+    } else if (a.size() > 1 && a[0] == '-') {
+      return usage_error("unknown option '" + a + "'", "exports");
+    } else {
+      inputs.push_back(a);
+    }
+  }
+  if (inputs.empty())
+    return usage_error("no input files", "exports");
+  if (policy.mode == ExportPolicy::Mode::None)
+    return usage_error("--policy none exports nothing to show", "exports");
+  const char *formats[] = {"list", "def", "version-script", "macho", "wasm", "json"};
+  if (std::find(std::begin(formats), std::end(formats), format) == std::end(formats))
+    return usage_error("--format takes list, def, version-script, macho, wasm or json, not '" + format + "'", "exports");
+
+  std::vector<ObjectInfo> infos;
+  for (const std::string &path : inputs) {
+    auto buf = llvm::MemoryBuffer::getFile(path, false, false);
+    if (!buf) {
+      std::fprintf(stderr, "hotlink: %s\n",
+                   hotlink::make_error(hotlink::ErrorCode::InputNotFound,
+                                       "cannot read: " + buf.getError().message(), path)
+                       .to_string().c_str());
+      return kUsage;
+    }
+    auto info = read_object((*buf)->getBufferStart(), (*buf)->getBufferSize(), path);
+    if (!info) {
+      std::fprintf(stderr, "hotlink: %s\n", info.error().to_string().c_str());
+      return kUsage;
+    }
+    infos.push_back(std::move(info.value()));
+  }
+  Format fmt = infos[0].format;
+  Arch arch = infos[0].arch;
+  if (!target.empty()) {
+    // Reuse the linker's own checks: a throwaway plan is overkill; compare
+    // the inferred triple's format and arch instead.
+    std::string inferred = triple_for(fmt, arch);
+    llvm::Triple want(llvm::Triple::normalize(target)), have(llvm::Triple::normalize(inferred));
+    if (want.getArch() != have.getArch() || want.getObjectFormat() != have.getObjectFormat())
+      return usage_error("the inputs are " + std::string(to_string(fmt)) + "/" + to_string(arch) +
+                             ", not for " + target, "exports");
+  }
+  auto chosen = select_exports(infos, fmt, arch, policy);
+  if (!chosen) {
+    std::fprintf(stderr, "hotlink: %s\n", chosen.error().to_string().c_str());
+    return exit_code_for(chosen.error().code);
+  }
+  const std::vector<Export> &list = chosen.value();
+  auto print = [](hotlink::Expected<std::string> text) {
+    if (!text) {
+      std::fprintf(stderr, "hotlink: %s\n", text.error().to_string().c_str());
+      return kFailed;
+    }
+    std::fputs(text.value().c_str(), stdout);
+    return kOk;
+  };
+  if (format == "def") return print(write_def(list, library));
+  if (format == "version-script") return print(write_version_script(list));
+  if (format == "macho") return print(write_macho_list(list));
+  if (format == "wasm") {
+    auto flags = write_wasm_flags(list);
+    if (!flags)
+      return print(flags.take_error());
+    std::string text;
+    for (const std::string &f : flags.value())
+      text += f + "\n";
+    return print(text);
+  }
+  if (format == "json") {
+    llvm::json::Array arr;
+    for (const Export &e : list)
+      arr.push_back(llvm::json::Object{{"name", e.name}, {"symbol", e.symbol},
+                                       {"data", e.data}, {"demangled", demangle(e.name)}});
+    llvm::outs() << llvm::formatv("{0:2}", llvm::json::Value(std::move(arr))) << "\n";
+    return kOk;
+  }
+  for (const Export &e : list) {
+    std::string d = demangle(e.name);
+    std::printf("%s%s%s\n", e.name.c_str(), e.data ? "  DATA" : "",
+                d != e.name ? ("  (" + d + ")").c_str() : "");
+  }
+  return kOk;
+}
+
 int cmd_targets(int argc, char **argv) {
   for (const std::string &t : hotlink::supported_targets())
     std::printf("%s\n", t.c_str());
@@ -232,6 +421,8 @@ int main(int argc, char **argv) {
     return std::fputs(kTopHelp, stdout), kOk;
   if (cmd == "link")
     return cmd_link(argc - 2, argv + 2);
+  if (cmd == "exports")
+    return cmd_exports(argc - 2, argv + 2);
   if (cmd == "targets")
     return cmd_targets(argc - 2, argv + 2);
   std::fprintf(stderr, "hotlink: unknown command '%s'\n\n%s", cmd.c_str(), kTopHelp);

@@ -11,7 +11,7 @@ int main(int argc, char **argv) {
   hotlink::LinkService service;
   hotlink::LinkRequest req;
   req.inputs.push_back(hotlink::Input::file(argv[1]));
-  req.exports = {"f"};
+  req.exports = hotlink::ExportPolicy::list({"f"});
   hotlink::LinkResult r = service.link(req);
   if (!r.ok()) {
     std::fprintf(stderr, "%s\n", r.error->to_string().c_str());

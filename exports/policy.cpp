@@ -1,0 +1,203 @@
+#include "exports/policy.h"
+
+#include "exports/names.h"
+
+#include "llvm/Demangle/Demangle.h"
+#include "llvm/Support/GlobPattern.h"
+
+#include <algorithm>
+#include <map>
+
+namespace hotlink::exports {
+
+const char *to_string(ExportPolicy::Mode m) {
+  switch (m) {
+  case ExportPolicy::Mode::EntryPoints: return "entry-points";
+  case ExportPolicy::Mode::All: return "all";
+  case ExportPolicy::Mode::List: return "list";
+  case ExportPolicy::Mode::None: return "none";
+  }
+  return "?";
+}
+
+bool parse_mode(const std::string &s, ExportPolicy::Mode &out) {
+  for (auto m : {ExportPolicy::Mode::EntryPoints, ExportPolicy::Mode::All,
+                 ExportPolicy::Mode::List, ExportPolicy::Mode::None})
+    if (s == to_string(m))
+      return out = m, true;
+  return false;
+}
+
+std::string undecorate(Format format, Arch arch, const std::string &sym) {
+  if (format == Format::MachO)
+    return sym.size() > 1 && sym[0] == '_' ? sym.substr(1) : sym;
+  if (format != Format::COFF || arch != Arch::X86 || sym.empty() || sym[0] == '?')
+    return sym;
+  std::string s = sym;
+  if (s[0] == '_' || s[0] == '@')
+    s = s.substr(1);
+  // Trailing @N (stdcall, fastcall): digits only.
+  std::size_t at = s.rfind('@');
+  if (at != std::string::npos && at > 0 && at + 1 < s.size() &&
+      std::all_of(s.begin() + at + 1, s.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    s = s.substr(0, at);
+  return s;
+}
+
+std::string demangle(const std::string &name) { return llvm::demangle(name); }
+
+namespace {
+
+bool starts(const std::string &s, const char *p) { return s.rfind(p, 0) == 0; }
+bool ends(const std::string &s, const char *p) {
+  std::size_t n = std::char_traits<char>::length(p);
+  return s.size() >= n && s.compare(s.size() - n, n, p) == 0;
+}
+
+// Linker and CRT machinery that "export all" must never export: the union of
+// what CMake's bindexplib and lld's MinGW AutoExporter leave out.
+bool is_machinery(const std::string &c, const std::string &sym, Format f) {
+  if (c.find('.') != std::string::npos || sym.find('.') != std::string::npos)
+    return true; // .refptr.*, .weak.*, section-like names
+  for (const char *p : {"__imp_", "__IMPORT_DESCRIPTOR_", "__NULL_IMPORT_DESCRIPTOR",
+                        "_head_", "__real@", "__xmm@", "__ymm@", "__zmm@",
+                        "??_G", "??_E", "__rtti_", "__builtin_", "__nm_",
+                        "__real_", "__wrap_", "__guard_", "__security_"})
+    if (starts(c, p) || starts(sym, p))
+      return true;
+  for (const char *s : {"_NULL_THUNK_DATA", "_iname"})
+    if (ends(c, s))
+      return true;
+  if (f == Format::COFF)
+    for (const char *n : {"DllMain", "DllEntryPoint", "DllMainCRTStartup",
+                          "_fltused", "__chkstk", "_tls_used", "_tls_index"})
+      if (c == n)
+        return true;
+  return false;
+}
+
+struct Candidate {
+  const Symbol *sym;
+  std::string c_name;
+};
+
+std::vector<llvm::GlobPattern> compile(const std::vector<std::string> &globs,
+                                       const char *flag, std::optional<Error> &err) {
+  std::vector<llvm::GlobPattern> out;
+  for (const std::string &g : globs) {
+    auto p = llvm::GlobPattern::create(g);
+    if (!p) {
+      err = make_error(ErrorCode::BadRequest,
+                       "bad glob '" + g + "': " + llvm::toString(p.takeError()), {},
+                       flag, "use *, ? and [...] as in a shell");
+      return {};
+    }
+    out.push_back(std::move(*p));
+  }
+  return out;
+}
+
+bool any_match(const std::vector<llvm::GlobPattern> &ps, const std::string &s) {
+  return std::any_of(ps.begin(), ps.end(), [&](const llvm::GlobPattern &p) { return p.match(s); });
+}
+
+} // namespace
+
+Expected<std::vector<Export>> select_exports(const std::vector<ObjectInfo> &inputs,
+                                             Format format, Arch arch,
+                                             const ExportPolicy &policy) {
+  std::optional<Error> err;
+  auto include = compile(policy.include, "--include", err);
+  auto exclude = compile(policy.exclude, "--exclude", err);
+  if (err)
+    return *err;
+
+  // Defined external symbols by C name; a strong definition beats a weak one.
+  std::map<std::string, Candidate> defined;
+  for (const ObjectInfo &in : inputs)
+    for (const Symbol &s : in.symbols) {
+      if (!s.defined || s.hidden)
+        continue;
+      std::string c = undecorate(format, arch, s.name);
+      auto it = defined.find(c);
+      if (it == defined.end() || (it->second.sym->weak && !s.weak))
+        defined[c] = Candidate{&s, c};
+    }
+
+  std::map<std::string, const Symbol *> chosen;
+  auto take = [&](const Candidate &c) { chosen.emplace(c.c_name, c.sym); };
+  auto exportable = [&](const Candidate &c) {
+    if (is_machinery(c.c_name, c.sym->name, format))
+      return false;
+    if (!c.sym->function && !c.sym->data)
+      return false; // absolute symbols (@feat.00), section-less markers
+    // COFF "export all" leaves out read-only data, like CMake: constants
+    // are reached through functions, not imported.
+    if (format == Format::COFF && c.sym->data && !c.sym->writable)
+      return false;
+    return true;
+  };
+
+  switch (policy.mode) {
+  case ExportPolicy::Mode::EntryPoints: {
+    for (const auto &[name, c] : defined) {
+      if (!c.sym->function || any_match(exclude, name))
+        continue;
+      std::vector<const Candidate *> companions;
+      for (const std::string &suffix : policy.suffixes)
+        if (auto it = defined.find(name + suffix); it != defined.end())
+          companions.push_back(&it->second);
+      if (companions.empty())
+        continue;
+      take(c);
+      for (const Candidate *k : companions)
+        if (!any_match(exclude, k->c_name))
+          take(*k);
+    }
+    if (chosen.empty() && policy.names.empty() && policy.include.empty()) {
+      std::string sfx;
+      for (const std::string &s : policy.suffixes)
+        sfx += (sfx.empty() ? "" : ", ") + s;
+      return make_error(ErrorCode::MissingExport,
+                        "no entry point found: no defined function f with a companion f" +
+                            (policy.suffixes.empty() ? std::string("<suffix>") : "{" + sfx + "}"),
+                        {}, {},
+                        "name the exports (--export), pick --policy all, or --policy none "
+                        "for lld's default");
+    }
+    break;
+  }
+  case ExportPolicy::Mode::All:
+    for (const auto &[name, c] : defined)
+      if (exportable(c) && !any_match(exclude, name))
+        take(c);
+    break;
+  case ExportPolicy::Mode::List:
+  case ExportPolicy::Mode::None:
+    break;
+  }
+  if (!include.empty())
+    for (const auto &[name, c] : defined)
+      if (any_match(include, name) && !any_match(exclude, name) && exportable(c))
+        take(c);
+  for (const std::string &n : policy.names) {
+    if (auto bad = check_name(n, format))
+      return *bad;
+    auto it = defined.find(n);
+    if (it == defined.end())
+      return make_error(ErrorCode::MissingExport,
+                        "is to be exported but no input defines it" +
+                            (decorate(format, arch, n) != n
+                                 ? " (looked for '" + decorate(format, arch, n) + "')"
+                                 : std::string()),
+                        {}, n, "check the spelling, or add the object that defines it");
+    take(it->second);
+  }
+
+  std::vector<Export> out;
+  for (const auto &[name, s] : chosen)
+    out.push_back(Export{name, s->name, s->data && !s->function});
+  return out;
+}
+
+} // namespace hotlink::exports

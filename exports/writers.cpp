@@ -1,0 +1,120 @@
+#include "exports/writers.h"
+
+#include "llvm/BinaryFormat/COFF.h"
+#include "llvm/Object/COFFModuleDefinition.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <cstdio>
+#include <map>
+
+namespace hotlink::exports {
+
+namespace {
+
+template <class F>
+Expected<std::string> each(const std::vector<Export> &exports, Format format, F line) {
+  std::string out;
+  for (const Export &e : exports) {
+    for (const std::string *n : {&e.name, &e.symbol})
+      if (auto err = check_name(*n, format))
+        return *err;
+    out += line(e);
+  }
+  return out;
+}
+
+} // namespace
+
+Expected<std::string> write_version_script(const std::vector<Export> &exports) {
+  auto body = each(exports, Format::ELF, [](const Export &e) { return "    \"" + e.symbol + "\";\n"; });
+  if (!body)
+    return body;
+  return "{\n  global:\n" + body.value() + "  local: *;\n};\n";
+}
+
+Expected<std::string> write_macho_list(const std::vector<Export> &exports) {
+  return each(exports, Format::MachO, [](const Export &e) { return e.symbol + "\n"; });
+}
+
+Expected<std::string> write_def(const std::vector<Export> &exports, const std::string &library,
+                                unsigned first_ordinal) {
+  if (auto err = check_name(library, Format::COFF))
+    return *err;
+  unsigned ordinal = first_ordinal;
+  auto body = each(exports, Format::COFF, [&](const Export &e) {
+    std::string l = "    " + e.name;
+    if (first_ordinal)
+      l += " @" + std::to_string(ordinal++);
+    if (e.data)
+      l += " DATA";
+    return l + "\n";
+  });
+  if (!body)
+    return body;
+  return "LIBRARY " + library + "\nEXPORTS\n" + body.value();
+}
+
+Expected<std::vector<std::string>> write_wasm_flags(const std::vector<Export> &exports) {
+  std::vector<std::string> flags;
+  for (const Export &e : exports) {
+    if (auto err = check_name(e.symbol, Format::Wasm))
+      return *err;
+    flags.push_back("--export=" + e.symbol);
+  }
+  return flags;
+}
+
+Expected<DefFile> parse_def(const std::string &text, Arch arch, const std::string &input) {
+  llvm::COFF::MachineTypes m = arch == Arch::X86      ? llvm::COFF::IMAGE_FILE_MACHINE_I386
+                               : arch == Arch::AArch64 ? llvm::COFF::IMAGE_FILE_MACHINE_ARM64
+                                                       : llvm::COFF::IMAGE_FILE_MACHINE_AMD64;
+  auto buf = llvm::MemoryBuffer::getMemBuffer(text, input, /*RequiresNullTerminator=*/false);
+  auto parsed = llvm::object::parseCOFFModuleDefinition(*buf, m, /*MingwDef=*/false,
+                                                        /*AddUnderscores=*/false);
+  if (!parsed)
+    return make_error(ErrorCode::InvalidInput,
+                      "not a valid module-definition file: " + llvm::toString(parsed.takeError()),
+                      input, {}, "see the LIBRARY/EXPORTS syntax of MSVC .def files");
+  DefFile def;
+  def.library = parsed->OutputFile;
+  for (const llvm::object::COFFShortExport &e : parsed->Exports) {
+    DefExport x;
+    x.name = e.Name;
+    x.internal = e.ExtName;
+    x.ordinal = e.Ordinal;
+    x.data = e.Data;
+    x.noname = e.Noname;
+    x.priv = e.Private;
+    def.exports.push_back(std::move(x));
+  }
+  return def;
+}
+
+DefMerge merge_def(const std::vector<Export> &synthesized, const DefFile &user) {
+  DefMerge m;
+  std::map<std::string, const DefExport *> theirs;
+  for (const DefExport &u : user.exports)
+    theirs.emplace(u.name, &u);
+  for (const Export &e : synthesized) {
+    auto it = theirs.find(e.name);
+    if (it == theirs.end()) {
+      m.exports.push_back(e);
+      continue;
+    }
+    Export x = e;
+    if (it->second->data != e.data) {
+      m.conflicts.push_back("'" + e.name + "': the .def marks it " +
+                            (it->second->data ? "DATA" : "code") + ", the object says " +
+                            (e.data ? "data" : "code") + "; using the .def");
+      x.data = it->second->data;
+    }
+    m.exports.push_back(x);
+    theirs.erase(it);
+  }
+  for (const DefExport &u : user.exports)
+    if (theirs.count(u.name))
+      m.exports.push_back(Export{u.name, u.internal.empty() ? u.name : u.internal, u.data});
+  return m;
+}
+
+} // namespace hotlink::exports
