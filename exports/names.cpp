@@ -7,7 +7,7 @@ namespace hotlink::exports {
 Error name_error(const std::string &name, std::string why) {
     std::string shown;
     for (unsigned char c : name.substr(0, 80)) {
-      if (c >= 0x21 && c < 0x7f) {
+      if (c >= 0x20 && c < 0x7f) {
         shown += static_cast<char>(c);
       } else {
         char buf[8];

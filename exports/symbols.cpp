@@ -226,10 +226,34 @@ Expected<bool> collect(const SymbolicFile &f, const std::string &member,
             sym.writable = !StringRef(w->dataSegments()[ws.Info.DataRef.Segment].Data.Name)
                                 .starts_with(".rodata");
         }
-        if ((*sec)->isText() && *type != SymbolRef::ST_Data)
+        // COFF symbols often carry no type record (assembler output, some
+        // JITs), and LLVM then reports ST_Data even in code: the section
+        // decides there.
+        if ((*sec)->isText() && (*type != SymbolRef::ST_Data || isa<COFFObjectFile>(obj)))
           sym.function = true, sym.data = false;
       } else if (sym.common) {
         sym.data = sym.writable = true;
+      } else if (auto *coff = dyn_cast<COFFObjectFile>(obj)) {
+        // A COFF weak external has no section of its own: it names a
+        // default definition (clang's .weak.NAME.default.*) that has one.
+        COFFSymbolRef cs = coff->getCOFFSymbol(sr);
+        if (cs.isWeakExternal() && cs.getNumberOfAuxSymbols() > 0) {
+          const auto *aux = cs.getAux<coff_aux_weak_external>();
+          auto def = coff->getSymbol(aux->TagIndex);
+          if (def && def->getSectionNumber() > 0) {
+            auto dsec = coff->getSection(def->getSectionNumber());
+            if (dsec) {
+              uint32_t ch = (*dsec)->Characteristics;
+              sym.function = ch & COFF::IMAGE_SCN_CNT_CODE;
+              sym.data = !sym.function;
+              sym.writable = ch & COFF::IMAGE_SCN_MEM_WRITE;
+            } else {
+              consumeError(dsec.takeError());
+            }
+          } else if (!def) {
+            consumeError(def.takeError());
+          }
+        }
       }
     }
     out.push_back(std::move(sym));

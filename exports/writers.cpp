@@ -11,13 +11,14 @@ namespace hotlink::exports {
 
 namespace {
 
+// Checks the spelling each format writes (.def: the C name; the others:
+// the symbol), then appends line(e) for every export.
 template <class F>
 Expected<std::string> each(const std::vector<Export> &exports, Format format, F line) {
   std::string out;
   for (const Export &e : exports) {
-    for (const std::string *n : {&e.name, &e.symbol})
-      if (auto err = check_name(*n, format))
-        return *err;
+    if (auto err = check_name(format == Format::COFF ? e.name : e.symbol, format))
+      return *err;
     out += line(e);
   }
   return out;
