@@ -51,19 +51,19 @@ std::optional<Error> check_name(const std::string &name, Format format) {
                                                            : std::string("export list")));
   };
   for (unsigned char c : name) {
-    std::string ch = c == ' ' ? "a space" : std::string("'") + static_cast<char>(c) + "'";
+    auto ch = [c] { return c == ' ' ? std::string("a space") : std::string("'") + static_cast<char>(c) + "'"; };
     switch (format) {
     case Format::ELF:
       if (c == '"' || c == '\\')
-        return refuse("the name contains " + ch + ", which cannot be quoted");
+        return refuse("the name contains " + ch() + ", which cannot be quoted");
       break;
     case Format::MachO:
       if (c == ' ' || c == '#' || c == '*' || c == '?' || c == '[' || c == ']')
-        return refuse("the name contains " + ch + ", which is syntax");
+        return refuse("the name contains " + ch() + ", which is syntax");
       break;
     case Format::COFF:
       if (c == ' ' || c == ';' || c == ',' || c == '=' || c == '"')
-        return refuse("the name contains " + ch + ", which is syntax");
+        return refuse("the name contains " + ch() + ", which is syntax");
       break;
     case Format::Wasm:
       if (c == ',')
@@ -72,7 +72,7 @@ std::optional<Error> check_name(const std::string &name, Format format) {
     case Format::Unknown: // the strictest: every rule above
       if (c == '"' || c == '\\' || c == ' ' || c == '#' || c == '*' || c == '?' ||
           c == '[' || c == ']' || c == ';' || c == ',' || c == '=')
-        return refuse("the name contains " + ch + ", which is syntax");
+        return refuse("the name contains " + ch() + ", which is syntax");
       break;
     }
   }

@@ -6,7 +6,8 @@
 #include "llvm/Support/GlobPattern.h"
 
 #include <algorithm>
-#include <map>
+#include <string_view>
+#include <unordered_map>
 
 namespace hotlink::exports {
 
@@ -59,14 +60,19 @@ bool ends(const std::string &s, const char *p) {
 bool is_machinery(const std::string &c, const std::string &sym, Format f) {
   if (c.find('.') != std::string::npos || sym.find('.') != std::string::npos)
     return true; // .refptr.*, .weak.*, section-like names
+  for (const char *s : {"_NULL_THUNK_DATA", "_iname"}) // kernel32_NULL_THUNK_DATA
+    if (ends(c, s))
+      return true;
+  // Every machinery name below starts with '_', '?' or 'D' (DllMain...):
+  // most user symbols are ruled out by their first byte.
+  auto may = [](const std::string &s) { return !s.empty() && (s[0] == '_' || s[0] == '?' || s[0] == 'D'); };
+  if (!may(c) && !may(sym))
+    return false;
   for (const char *p : {"__imp_", "__IMPORT_DESCRIPTOR_", "__NULL_IMPORT_DESCRIPTOR",
                         "_head_", "__real@", "__xmm@", "__ymm@", "__zmm@",
                         "??_G", "??_E", "__rtti_", "__builtin_", "__nm_",
                         "__real_", "__wrap_", "__guard_", "__security_"})
     if (starts(c, p) || starts(sym, p))
-      return true;
-  for (const char *s : {"_NULL_THUNK_DATA", "_iname"})
-    if (ends(c, s))
       return true;
   if (f == Format::COFF)
     for (const char *n : {"DllMain", "DllEntryPoint", "DllMainCRTStartup",
@@ -112,20 +118,36 @@ Expected<std::vector<Export>> select_exports(const std::vector<ObjectInfo> &inpu
   if (err)
     return *err;
 
-  // Defined external symbols by C name; a strong definition beats a weak one.
-  std::map<std::string, Candidate> defined;
+  // Defined external symbols by C name; a strong definition beats a weak
+  // one. Hashing, not ordering: JIT objects can carry tens of thousands of
+  // symbols, and only the result needs sorting.
+  std::size_t total = 0;
   for (const ObjectInfo &in : inputs)
-    for (const Symbol &s : in.symbols) {
-      if (!s.defined || s.hidden)
-        continue;
-      std::string c = undecorate(format, arch, s.name);
-      auto it = defined.find(c);
-      if (it == defined.end() || (it->second.sym->weak && !s.weak))
-        defined[c] = Candidate{&s, c};
-    }
+    total += in.symbols.size();
+  std::vector<Candidate> candidates;
+  candidates.reserve(total);
+  std::unordered_map<std::string_view, std::size_t> defined;
+  defined.reserve(total);
+  for (const ObjectInfo &in : inputs)
+    for (const Symbol &s : in.symbols)
+      if (s.defined && !s.hidden)
+        candidates.push_back(Candidate{&s, undecorate(format, arch, s.name)});
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    auto [it, fresh] = defined.emplace(candidates[i].c_name, i);
+    if (!fresh && candidates[it->second].sym->weak && !candidates[i].sym->weak)
+      it->second = i;
+  }
+  auto find = [&](std::string_view name) -> const Candidate * {
+    auto it = defined.find(name);
+    return it == defined.end() ? nullptr : &candidates[it->second];
+  };
 
-  std::map<std::string, const Symbol *> chosen;
-  auto take = [&](const Candidate &c) { chosen.emplace(c.c_name, c.sym); };
+  std::vector<const Candidate *> chosen;
+  std::unordered_map<std::string_view, bool> taken;
+  auto take = [&](const Candidate &c) {
+    if (taken.emplace(c.c_name, true).second)
+      chosen.push_back(&c);
+  };
   auto exportable = [&](const Candidate &c) {
     if (is_machinery(c.c_name, c.sym->name, format))
       return false;
@@ -137,16 +159,20 @@ Expected<std::vector<Export>> select_exports(const std::vector<ObjectInfo> &inpu
       return false;
     return true;
   };
+  auto is_winner = [&](const Candidate &c) { return find(c.c_name) == &c; };
 
   switch (policy.mode) {
   case ExportPolicy::Mode::EntryPoints: {
-    for (const auto &[name, c] : defined) {
-      if (!c.sym->function || any_match(exclude, name))
+    std::string key;
+    for (const Candidate &c : candidates) {
+      if (!c.sym->function || !is_winner(c) || any_match(exclude, c.c_name))
         continue;
       std::vector<const Candidate *> companions;
-      for (const std::string &suffix : policy.suffixes)
-        if (auto it = defined.find(name + suffix); it != defined.end())
-          companions.push_back(&it->second);
+      for (const std::string &suffix : policy.suffixes) {
+        key.assign(c.c_name).append(suffix);
+        if (const Candidate *k = find(key))
+          companions.push_back(k);
+      }
       if (companions.empty())
         continue;
       take(c);
@@ -168,8 +194,8 @@ Expected<std::vector<Export>> select_exports(const std::vector<ObjectInfo> &inpu
     break;
   }
   case ExportPolicy::Mode::All:
-    for (const auto &[name, c] : defined)
-      if (exportable(c) && !any_match(exclude, name))
+    for (const Candidate &c : candidates)
+      if (is_winner(c) && exportable(c) && !any_match(exclude, c.c_name))
         take(c);
     break;
   case ExportPolicy::Mode::List:
@@ -177,26 +203,30 @@ Expected<std::vector<Export>> select_exports(const std::vector<ObjectInfo> &inpu
     break;
   }
   if (!include.empty())
-    for (const auto &[name, c] : defined)
-      if (any_match(include, name) && !any_match(exclude, name) && exportable(c))
+    for (const Candidate &c : candidates)
+      if (is_winner(c) && any_match(include, c.c_name) && !any_match(exclude, c.c_name) &&
+          exportable(c))
         take(c);
   for (const std::string &n : policy.names) {
     if (auto bad = check_name(n, format))
       return *bad;
-    auto it = defined.find(n);
-    if (it == defined.end())
+    const Candidate *c = find(n);
+    if (!c)
       return make_error(ErrorCode::MissingExport,
                         "is to be exported but no input defines it" +
                             (decorate(format, arch, n) != n
                                  ? " (looked for '" + decorate(format, arch, n) + "')"
                                  : std::string()),
                         {}, n, "check the spelling, or add the object that defines it");
-    take(it->second);
+    take(*c);
   }
 
+  std::sort(chosen.begin(), chosen.end(),
+            [](const Candidate *a, const Candidate *b) { return a->c_name < b->c_name; });
   std::vector<Export> out;
-  for (const auto &[name, s] : chosen)
-    out.push_back(Export{name, s->name, s->data && !s->function});
+  out.reserve(chosen.size());
+  for (const Candidate *c : chosen)
+    out.push_back(Export{c->c_name, c->sym->name, c->sym->data && !c->sym->function});
   return out;
 }
 

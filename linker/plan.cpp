@@ -13,7 +13,8 @@
 #include <chrono>
 #include <cstring>
 #include <fcntl.h>
-#include <set>
+#include <string_view>
+#include <unordered_set>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -133,15 +134,27 @@ Expected<Plan> plan_link(const LinkRequest &req, Timings &timings) {
   }
 
   // 2. Exports: the policy over every input's symbols, then a user .def.
-  std::set<std::string> defined, undefined;
   bool any_archive = false;
   std::vector<exports::ObjectInfo> infos;
-  for (const Loaded &l : loaded) {
+  infos.reserve(loaded.size());
+  for (Loaded &l : loaded) {
     any_archive |= l.info.kind == exports::FileKind::Archive;
-    for (const exports::Symbol &s : l.info.symbols)
-      (s.defined ? defined : undefined).insert(s.name);
-    infos.push_back(l.info);
+    infos.push_back(std::move(l.info)); // loaded[i] is infos[i] from here on
   }
+  auto defines = [&](const std::string &sym) {
+    for (const exports::ObjectInfo &in : infos)
+      for (const exports::Symbol &s : in.symbols)
+        if (s.defined && s.name == sym)
+          return true;
+    return false;
+  };
+  auto references = [&](const std::string &sym) {
+    for (const exports::ObjectInfo &in : infos)
+      for (const exports::Symbol &s : in.symbols)
+        if (!s.defined && s.name == sym)
+          return true;
+    return false;
+  };
   bool export_list = req.exports.mode != exports::ExportPolicy::Mode::None;
   if (export_list) {
     auto chosen = exports::select_exports(infos, tgt.format, tgt.arch, req.exports);
@@ -168,6 +181,11 @@ Expected<Plan> plan_link(const LinkRequest &req, Timings &timings) {
     if (!def)
       return def.take_error();
     exports::DefMerge merged = exports::merge_def(plan.exports, def.value());
+    std::unordered_set<std::string_view> defined;
+    for (const exports::ObjectInfo &in : infos)
+      for (const exports::Symbol &s : in.symbols)
+        if (s.defined)
+          defined.insert(s.name);
     for (const exports::Export &e : merged.exports)
       if (!defined.count(e.symbol) && !defined.count(exports::decorate(tgt.format, tgt.arch, e.symbol)))
         return make_error(ErrorCode::MissingExport,
@@ -358,7 +376,7 @@ Expected<Plan> plan_link(const LinkRequest &req, Timings &timings) {
   // Support objects: only what an input references and nothing defines.
   if (req.support_objects) {
     for (const std::string &sym : support_symbols(tgt)) {
-      if (!undefined.count(sym) || defined.count(sym))
+      if (!references(sym) || defines(sym))
         continue;
       auto obj = support_object(tgt, sym);
       if (!obj)
