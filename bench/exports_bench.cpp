@@ -7,6 +7,8 @@
 #include "linker/linker.h"
 #include "linker/service.h"
 
+#include "bench/median_reporter.h"
+
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
@@ -82,17 +84,6 @@ BENCHMARK(BM_ScanPolicyWriter_ELF)->Unit(benchmark::kMillisecond)->UseRealTime()
 BENCHMARK(BM_ScanAllDef_COFF)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_LinkInProcess_ELF)->Unit(benchmark::kMillisecond)->UseRealTime();
 
-class MedianReporter : public benchmark::ConsoleReporter {
-public:
-  std::map<std::string, double> median_ms;
-  void ReportRuns(const std::vector<Run> &runs) override {
-    for (const Run &r : runs)
-      if (r.run_type == Run::RT_Aggregate && r.aggregate_name == "median")
-        median_ms[r.run_name.function_name] = r.GetAdjustedRealTime();
-    ConsoleReporter::ReportRuns(runs);
-  }
-};
-
 } // namespace
 
 int main(int argc, char **argv) {
@@ -113,13 +104,13 @@ int main(int argc, char **argv) {
   auto info = hotlink::exports::read_object(g_elf.data(), g_elf.size(), "big.o");
   MedianReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
-  double scan = reporter.median_ms["BM_ScanPolicyWriter_ELF"];
-  double link = reporter.median_ms["BM_LinkInProcess_ELF"];
+  double scan = reporter.median["BM_ScanPolicyWriter_ELF"];
+  double link = reporter.median["BM_LinkInProcess_ELF"];
   std::printf("\nELF object: %zu bytes, %zu global symbols; COFF object: %zu bytes\n", g_elf.size(),
               info.value().symbols.size(), g_coff.size());
   std::printf("scan + entry-points + version script: %.3f ms median; in-process link: %.3f ms median; "
               "export work = %.1f%% of the link\n",
               scan, link, link > 0 ? 100.0 * scan / link : 0);
-  std::printf("scan + all + .def (COFF): %.3f ms median\n", reporter.median_ms["BM_ScanAllDef_COFF"]);
+  std::printf("scan + all + .def (COFF): %.3f ms median\n", reporter.median["BM_ScanAllDef_COFF"]);
   return 0;
 }

@@ -7,6 +7,8 @@
 #include "linker/linker.h"
 #include "linker/service.h"
 
+#include "bench/median_reporter.h"
+
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
@@ -102,19 +104,6 @@ BENCHMARK(BM_HotlinkWorker)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseR
 BENCHMARK(BM_LdLldProcess)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(0.3);
 BENCHMARK(BM_CcShared)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(0.3);
 
-// Collects the median of each benchmark to print the ratio table.
-class MedianReporter : public benchmark::ConsoleReporter {
-public:
-  std::map<std::string, double> median_ms;
-  void ReportRuns(const std::vector<Run> &runs) override {
-    for (const Run &r : runs)
-      if (r.run_type == Run::RT_Aggregate && r.aggregate_name == "median")
-        median_ms[r.run_name.function_name + "/" + r.run_name.args] =
-            r.GetAdjustedRealTime(); // in ms (Unit above)
-    ConsoleReporter::ReportRuns(runs);
-  }
-};
-
 } // namespace
 
 int main(int argc, char **argv) {
@@ -167,10 +156,10 @@ int main(int argc, char **argv) {
               "ld.lld-22", "cc -shared", "lld/inproc", "cc/inproc");
   for (int d = 0; d < 2; ++d) {
     std::string a = std::to_string(d);
-    double ip = reporter.median_ms["BM_HotlinkInProcess/" + a];
-    double wk = reporter.median_ms["BM_HotlinkWorker/" + a];
-    double ld = reporter.median_ms["BM_LdLldProcess/" + a];
-    double cc = reporter.median_ms["BM_CcShared/" + a];
+    double ip = reporter.median["BM_HotlinkInProcess/" + a];
+    double wk = reporter.median["BM_HotlinkWorker/" + a];
+    double ld = reporter.median["BM_LdLldProcess/" + a];
+    double cc = reporter.median["BM_CcShared/" + a];
     std::printf("%-10s %11.3f ms %11.3f ms %11.3f ms %11.3f ms %11.1fx %11.1fx\n", kDirNames[d], ip, wk,
                 ld, cc, ip > 0 ? ld / ip : 0, ip > 0 ? cc / ip : 0);
   }
