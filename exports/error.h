@@ -29,6 +29,12 @@ enum class ErrorCode {
   LinkerUnavailable, // in-process lld refused to run again and no worker
   WorkerFailed,      // the out-of-process worker crashed or misbehaved
   WorkerTimeout,     // the worker did not answer within the timeout
+  NotASharedObject,  // loader: an object, executable or unknown file
+  HashMismatch,      // loader: the bytes are not the expected ones
+  UnresolvedSymbol,  // loader: an import the process cannot provide
+  AbiMismatch,       // loader: f_metadata() differs from what the host expects
+  LoadFailed,        // loader: the dynamic loader refused the image
+  InitFailed,        // loader: the on_load hook refused the new version
   Internal,          // a bug in hotlink; please report
 };
 

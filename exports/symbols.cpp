@@ -14,6 +14,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 
 #include <algorithm>
+#include <cstring>
 
 using namespace llvm;
 using namespace llvm::object;
@@ -37,6 +38,12 @@ const char *to_string(ErrorCode code) {
   case ErrorCode::LinkerUnavailable: return "linker-unavailable";
   case ErrorCode::WorkerFailed: return "worker-failed";
   case ErrorCode::WorkerTimeout: return "worker-timeout";
+  case ErrorCode::NotASharedObject: return "not-a-shared-object";
+  case ErrorCode::HashMismatch: return "hash-mismatch";
+  case ErrorCode::UnresolvedSymbol: return "unresolved-symbol";
+  case ErrorCode::AbiMismatch: return "abi-mismatch";
+  case ErrorCode::LoadFailed: return "load-failed";
+  case ErrorCode::InitFailed: return "init-failed";
   case ErrorCode::Internal: return "internal";
   }
   return "unknown";
@@ -386,13 +393,41 @@ Expected<ArtifactInfo> read_artifact(const void *data, std::size_t size,
       auto fl = s.getFlags();
       if (!fl)
         return bad(fl.takeError());
-      if (*fl & SymbolRef::SF_Undefined)
-        continue;
       auto nm = s.getName();
       if (!nm)
         return bad(nm.takeError());
-      if (!nm->empty())
+      if (nm->empty())
+        continue;
+      if (!(*fl & SymbolRef::SF_Undefined))
         info.exports.push_back(nm->str());
+      else if (!(*fl & SymbolRef::SF_Weak))
+        info.imports.push_back(nm->str());
+    }
+    if (auto *e64 = dyn_cast<ELF64LEObjectFile>(obj)) {
+      // DT_NEEDED names are offsets into the dynamic string table.
+      const auto &file = e64->getELFFile();
+      auto dyn = file.dynamicEntries();
+      if (!dyn)
+        return bad(dyn.takeError());
+      uint64_t strtab = 0, strsz = 0;
+      std::vector<uint64_t> needed;
+      for (const auto &d : *dyn) {
+        if (d.d_tag == ELF::DT_STRTAB) strtab = d.getPtr();
+        else if (d.d_tag == ELF::DT_STRSZ) strsz = d.getVal();
+        else if (d.d_tag == ELF::DT_NEEDED) needed.push_back(d.getVal());
+      }
+      if (!needed.empty()) {
+        auto base = file.toMappedAddr(strtab);
+        if (!base)
+          return bad(base.takeError());
+        const char *end = reinterpret_cast<const char *>(file.base() + file.getBufSize());
+        const char *tab = reinterpret_cast<const char *>(*base);
+        for (uint64_t off : needed) {
+          if (off >= strsz || tab + off >= end)
+            return make_error(ErrorCode::InvalidInput, "corrupt DT_NEEDED entry", name);
+          info.needed.push_back(std::string(tab + off, strnlen(tab + off, end - (tab + off))));
+        }
+      }
     }
   } else if (auto *c = dyn_cast<COFFObjectFile>(obj)) {
     for (const ExportDirectoryEntryRef &x : c->export_directories()) {

@@ -52,6 +52,8 @@ struct ArtifactInfo {
   Arch arch = Arch::Unknown;
   FileKind kind = FileKind::Other;
   std::vector<std::string> exports; // names in the export table, sorted
+  std::vector<std::string> imports; // ELF: undefined non-weak dynamic symbols
+  std::vector<std::string> needed;  // ELF: DT_NEEDED libraries
 };
 
 // Reads a linked artifact (ELF .so, PE DLL, Mach-O dylib, wasm module) and

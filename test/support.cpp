@@ -136,6 +136,16 @@ Bytes compile_c(const std::string &triple, const std::string &source,
   return cached_tool(args, source, ".o");
 }
 
+Bytes compile_so(const std::string &triple, const std::string &source,
+                 const std::vector<std::string> &flags) {
+  std::vector<std::string> args = {HOTLINK_TEST_CLANG, "--target=" + triple, "-O1", "-x", "c",
+                                   "-shared", "-nostdlib", "-fuse-ld=lld", "-fno-stack-protector"};
+  if (triple.find("linux") != std::string::npos)
+    args.push_back("-fPIC");
+  args.insert(args.end(), flags.begin(), flags.end());
+  return cached_tool(args, source, ".so");
+}
+
 Bytes assemble(const std::string &triple, const std::string &source) {
   return cached_tool({HOTLINK_TEST_LLVM_MC, "-triple=" + triple, "-filetype=obj"},
                      source, ".o");

@@ -16,6 +16,10 @@ using Bytes = std::vector<std::uint8_t>;
 Bytes compile_c(const std::string &triple, const std::string &source,
                 const std::vector<std::string> &flags = {});
 
+// Compiles C `source` into a shared object for `triple` (clang-22 -shared).
+Bytes compile_so(const std::string &triple, const std::string &source,
+                 const std::vector<std::string> &flags = {});
+
 // Assembles `source` for `triple` with llvm-mc-22.
 Bytes assemble(const std::string &triple, const std::string &source);
 

@@ -1,0 +1,298 @@
+#include "loader/hot_module.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace hotlink::loader {
+
+struct HotModule::Version {
+  VersionInfo info;
+  std::unique_ptr<Library> lib;            // null once unmapped
+  std::atomic<void *> slots[kMaxEntries] = {};
+  std::atomic<std::int64_t> pins{0};
+  bool retired = false;                    // under mu_
+};
+
+HotModule::HotModule(ModuleOptions options) : options_(std::move(options)) {}
+
+HotModule::~HotModule() = default; // Versions unmap as they are destroyed
+
+HotModule::Pin HotModule::pin() const {
+  for (;;) {
+    Version *v = current_.load(std::memory_order_seq_cst);
+    if (!v)
+      return Pin();
+    v->pins.fetch_add(1, std::memory_order_seq_cst);
+    // Still current after the pin: a reclaimer that retires v from now on
+    // sees the pin (both are seq_cst). Otherwise a swap raced us: unpin and
+    // take the new version; v's code is never entered.
+    if (current_.load(std::memory_order_seq_cst) == v)
+      return Pin(v);
+    v->pins.fetch_sub(1, std::memory_order_seq_cst);
+  }
+}
+
+HotModule::Pin::~Pin() {
+  if (v_)
+    v_->pins.fetch_sub(1, std::memory_order_seq_cst);
+}
+
+std::uint64_t HotModule::Pin::version() const { return v_ ? v_->info.number : 0; }
+
+void *HotModule::Pin::slot(int i) const { return v_->slots[i].load(std::memory_order_acquire); }
+
+Expected<int> HotModule::register_entry(const std::string &name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = std::find(entries_.begin(), entries_.end(), name);
+  if (it != entries_.end())
+    return static_cast<int>(it - entries_.begin());
+  if (entries_.size() >= static_cast<std::size_t>(kMaxEntries))
+    return make_error(ErrorCode::BadRequest, "too many entry points (at most " + std::to_string(kMaxEntries) + ")",
+                      {}, name, "call the others through one Pin and Library::symbol");
+  int slot = static_cast<int>(entries_.size());
+  // Every mapped version must provide it; the current one is checked now.
+  if (Version *v = current_.load()) {
+    void *p = v->lib->symbol(name);
+    if (!p)
+      return make_error(ErrorCode::MissingExport, "is not exported by the current version", v->info.source,
+                        name, "register entries before the first reload, or reload a version that has it");
+    v->slots[slot].store(p, std::memory_order_release);
+  }
+  entries_.push_back(name);
+  return slot;
+}
+
+std::optional<Error> HotModule::reload(const std::string &path, const VerifyOptions &extra) {
+  auto bytes = read_artifact_file(path);
+  if (!bytes)
+    return bytes.take_error();
+  return reload(bytes.value(), path, extra);
+}
+
+std::optional<Error> HotModule::reload(const std::vector<std::uint8_t> &bytes, const std::string &name,
+                                       const VerifyOptions &extra) {
+  std::lock_guard<std::mutex> lock(mu_);
+  // 1. Verify before mapping.
+  VerifyOptions vo = extra;
+  vo.expected_exports.insert(vo.expected_exports.end(), options_.required_exports.begin(),
+                             options_.required_exports.end());
+  vo.expected_exports.insert(vo.expected_exports.end(), entries_.begin(), entries_.end());
+  if (options_.abi && !options_.metadata_symbol.empty())
+    vo.expected_exports.push_back(options_.metadata_symbol);
+  auto verified = verify(bytes, name, vo);
+  if (!verified)
+    return verified.take_error();
+  // 2. Map a private copy.
+  auto lib = load_private(bytes, name);
+  if (!lib)
+    return lib.take_error();
+  // 3. The ABI, before any reader can see the version.
+  if (options_.abi)
+    if (auto err = check_abi(*lib.value(), options_.metadata_symbol, *options_.abi))
+      return err; // lib unmaps here
+  auto v = std::make_unique<Version>();
+  v->info = VersionInfo{next_number_, verified->sha256, name};
+  for (std::size_t i = 0; i < entries_.size(); ++i) {
+    void *p = lib.value()->symbol(entries_[i]);
+    if (!p)
+      return make_error(ErrorCode::MissingExport, "is not resolvable in the mapped image", name, entries_[i]);
+    v->slots[i].store(p, std::memory_order_relaxed);
+  }
+  // 4. The user's hook.
+  Version *old = current_.load();
+  if (options_.on_load)
+    if (auto err = options_.on_load(*lib.value(), old ? old->lib.get() : nullptr)) {
+      Error e = *err;
+      e.code = ErrorCode::InitFailed;
+      if (e.input.empty())
+        e.input = name;
+      return e;
+    }
+  v->lib = std::move(lib.value());
+  // 5. Publish.
+  ++next_number_;
+  Version *fresh = v.get();
+  versions_.push_back(std::move(v));
+  current_.store(fresh, std::memory_order_seq_cst);
+  generation_.fetch_add(1);
+  if (previous_)
+    retire_locked(previous_);
+  previous_ = old;
+  collect_locked();
+  return std::nullopt;
+}
+
+std::optional<Error> HotModule::rollback() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!previous_ || !previous_->lib)
+    return make_error(ErrorCode::BadRequest, "there is no previous version to roll back to", {}, {},
+                      "rollback() is possible once after each successful reload");
+  Version *bad = current_.load();
+  current_.store(previous_, std::memory_order_seq_cst);
+  generation_.fetch_add(1);
+  previous_ = nullptr;
+  if (bad)
+    retire_locked(bad);
+  collect_locked();
+  return std::nullopt;
+}
+
+void HotModule::retire_locked(Version *v) { v->retired = true; }
+
+std::size_t HotModule::collect() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return collect_locked();
+}
+
+std::size_t HotModule::collect_locked() {
+  std::size_t n = 0;
+  for (auto &v : versions_) {
+    if (!v->retired || !v->lib || v->pins.load(std::memory_order_seq_cst) != 0)
+      continue;
+    if (options_.on_unload)
+      options_.on_unload(v->info.number);
+    v->lib.reset(); // dlclose
+    ++n;
+  }
+  return n;
+}
+
+std::optional<VersionInfo> HotModule::current() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  Version *v = current_.load();
+  if (!v)
+    return std::nullopt;
+  return v->info;
+}
+
+std::size_t HotModule::mapped_versions() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return std::count_if(versions_.begin(), versions_.end(), [](const auto &v) { return v->lib != nullptr; });
+}
+
+// ---------------------------------------------------------------------------
+// Watcher.
+
+namespace {
+
+struct FileId {
+  bool exists = false;
+  ino_t ino = 0;
+  off_t size = 0;
+  long long mtime_ns = 0;
+  bool operator!=(const FileId &o) const {
+    return exists != o.exists || ino != o.ino || size != o.size || mtime_ns != o.mtime_ns;
+  }
+};
+
+FileId identify(const std::string &path) {
+  struct stat st;
+  FileId id;
+  if (::stat(path.c_str(), &st) == 0) {
+    id.exists = true;
+    id.ino = st.st_ino;
+    id.size = st.st_size;
+    id.mtime_ns = static_cast<long long>(st.st_mtim.tv_sec) * 1000000000LL + st.st_mtim.tv_nsec;
+  }
+  return id;
+}
+
+} // namespace
+
+Watcher::Watcher(HotModule &module, std::string path, Options options)
+    : module_(module), path_(std::move(path)), options_(options) {
+  if (::pipe2(wake_, O_CLOEXEC) != 0)
+    wake_[0] = wake_[1] = -1;
+  if (!options_.force_polling) {
+    inotify_ = ::inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+    std::string dir = path_.substr(0, path_.rfind('/'));
+    if (path_.find('/') == std::string::npos)
+      dir = ".";
+    if (inotify_ >= 0 &&
+        ::inotify_add_watch(inotify_, dir.c_str(), IN_MOVED_TO | IN_CLOSE_WRITE | IN_CREATE) < 0) {
+      ::close(inotify_);
+      inotify_ = -1;
+    }
+  }
+  polling_ = inotify_ < 0;
+  // What the file is now, taken before the thread starts: a change made
+  // right after construction must count as a change.
+  FileId now = identify(path_);
+  seen_exists_ = now.exists;
+  seen_ino_ = now.ino;
+  seen_size_ = now.size;
+  seen_mtime_ns_ = now.mtime_ns;
+  thread_ = std::thread([this] { run(); });
+}
+
+Watcher::~Watcher() {
+  stop_ = true;
+  if (wake_[1] >= 0) {
+    char c = 0;
+    (void)!::write(wake_[1], &c, 1);
+  }
+  thread_.join();
+  for (int fd : {inotify_, wake_[0], wake_[1]})
+    if (fd >= 0)
+      ::close(fd);
+}
+
+std::optional<Error> Watcher::last_error() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return last_error_;
+}
+
+void Watcher::run() {
+  std::string base = path_.substr(path_.rfind('/') + 1);
+  FileId seen{seen_exists_, static_cast<ino_t>(seen_ino_), static_cast<off_t>(seen_size_), seen_mtime_ns_};
+  bool pending = false;
+  auto quiet_since = std::chrono::steady_clock::now();
+  while (!stop_) {
+    int timeout_ms = static_cast<int>((pending ? options_.debounce : options_.poll).count());
+    struct pollfd fds[2] = {{wake_[0], POLLIN, 0}, {inotify_, POLLIN, 0}};
+    int r = ::poll(fds, polling_ ? 1 : 2, timeout_ms);
+    if (stop_)
+      return;
+    bool changed = false;
+    if (r > 0 && !polling_ && (fds[1].revents & POLLIN)) {
+      alignas(struct inotify_event) char buf[4096];
+      ssize_t n;
+      while ((n = ::read(inotify_, buf, sizeof buf)) > 0)
+        for (char *p = buf; p < buf + n;) {
+          auto *ev = reinterpret_cast<struct inotify_event *>(p);
+          if (ev->len && base == ev->name)
+            changed = true;
+          p += sizeof(struct inotify_event) + ev->len;
+        }
+    }
+    if (polling_) {
+      FileId now = identify(path_);
+      if (now != seen) {
+        seen = now;
+        changed = true;
+      }
+    }
+    if (changed) {
+      pending = true;
+      quiet_since = std::chrono::steady_clock::now();
+      continue;
+    }
+    if (pending && std::chrono::steady_clock::now() - quiet_since >= options_.debounce) {
+      pending = false;
+      if (!identify(path_).exists)
+        continue; // removed: keep serving what we have
+      auto err = module_.reload(path_);
+      std::lock_guard<std::mutex> lock(mu_);
+      last_error_ = err;
+      (err ? failures_ : reloads_).fetch_add(1);
+    }
+  }
+}
+
+} // namespace hotlink::loader

@@ -1,0 +1,194 @@
+// HotModule: a module that keeps serving calls while new versions replace
+// it.
+//
+// Contract:
+// - A call pins the current version: one atomic load of the current
+//   pointer, an atomic increment of that version's pin count and a second
+//   load to confirm it is still current; no lock. Pin::get() then reads the
+//   entry point's address for that version, so several calls through one
+//   Pin all reach the same version.
+// - reload() verifies (loader.h), maps a private copy, checks the ABI,
+//   runs on_load, and only then publishes the version with one atomic
+//   store. If any step fails, the old version keeps serving and the error
+//   says which step and why.
+// - A replaced version stays mapped as the rollback target; the one before
+//   it is retired. A retired version is unmapped by the next reload(),
+//   rollback() or collect() after its pin count is zero: never while a call
+//   is inside it.
+// - reload(), rollback() and collect() are serialized; calls may come from
+//   any thread at any time. Destroy the module only after calls stopped.
+// - Memory: each version keeps a ~300-byte record until the module is
+//   destroyed (its image is unmapped as above): a late reader may still
+//   touch the record of a version it saw a moment before the swap.
+#pragma once
+
+#include "exports/error.h"
+#include "loader/loader.h"
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace hotlink::loader {
+
+struct ModuleOptions {
+  std::vector<std::string> required_exports; // besides registered entries
+  std::optional<ExpectedAbi> abi;            // checked through metadata_symbol
+  std::string metadata_symbol;               // e.g. "f_metadata"
+  // After mapping and the ABI check, before publishing: may move state from
+  // `old` (null for the first version) into `fresh`. An Error refuses the
+  // version (InitFailed) and the old one keeps serving.
+  std::function<std::optional<Error>(const Library &fresh, const Library *old)> on_load;
+  // Just before a retired version is unmapped (for cleanup or tests).
+  std::function<void(std::uint64_t version)> on_unload;
+};
+
+struct VersionInfo {
+  std::uint64_t number = 0; // 1 for the first version loaded, then 2, ...
+  std::string identity;     // SHA-256 of the artifact
+  std::string source;       // the path or name it was loaded from
+};
+
+class HotModule {
+  struct Version;
+
+public:
+  static constexpr int kMaxEntries = 32;
+
+  template <class Fn> class Entry;
+  class Pin;
+
+  explicit HotModule(ModuleOptions options = {});
+  ~HotModule();
+  HotModule(const HotModule &) = delete;
+  HotModule &operator=(const HotModule &) = delete;
+
+  // Registers an entry point that every version must export. Register
+  // before the first reload, or the current version is checked for it now.
+  template <class Fn> Expected<Entry<Fn>> entry(const std::string &name) {
+    auto slot = register_entry(name);
+    if (!slot)
+      return slot.take_error();
+    return Entry<Fn>(this, slot.value());
+  }
+
+  std::optional<Error> reload(const std::string &path, const VerifyOptions &extra = {});
+  std::optional<Error> reload(const std::vector<std::uint8_t> &bytes, const std::string &name,
+                              const VerifyOptions &extra = {});
+  // Makes the previous version current again and retires the current one.
+  std::optional<Error> rollback();
+  // Unmaps retired versions that no call is inside; returns how many.
+  std::size_t collect();
+
+  std::optional<VersionInfo> current() const;
+  std::uint64_t generation() const { return generation_.load(); } // publishes so far
+  std::size_t mapped_versions() const;
+
+  // Holds one version for a batch of calls. Empty when nothing is loaded.
+  class Pin {
+  public:
+    Pin() = default;
+    Pin(Pin &&o) noexcept : v_(o.v_) { o.v_ = nullptr; }
+    Pin &operator=(Pin &&) = delete;
+    ~Pin();
+    explicit operator bool() const { return v_ != nullptr; }
+    std::uint64_t version() const;
+    template <class Fn> Fn *get(const Entry<Fn> &e) const {
+      return reinterpret_cast<Fn *>(slot(e.slot_));
+    }
+
+  private:
+    friend class HotModule;
+    explicit Pin(Version *v) : v_(v) {}
+    void *slot(int i) const;
+    Version *v_ = nullptr;
+  };
+
+  Pin pin() const;
+
+  template <class R, class... A> class Entry<R(A...)> {
+  public:
+    // Calls the current version. Precondition: a version is loaded.
+    R operator()(A... args) const {
+      Pin p = module_->pin();
+      if (!p) {
+        std::fprintf(stderr, "hotlink: HotModule entry called before any version was loaded\n");
+        std::abort();
+      }
+      return p.get(*this)(std::forward<A>(args)...);
+    }
+    int slot() const { return slot_; }
+
+  private:
+    friend class HotModule;
+    friend class Pin;
+    Entry(HotModule *m, int slot) : module_(m), slot_(slot) {}
+    HotModule *module_;
+    int slot_;
+  };
+
+private:
+  Expected<int> register_entry(const std::string &name);
+  void retire_locked(Version *v);
+  std::size_t collect_locked();
+
+  ModuleOptions options_;
+  mutable std::mutex mu_; // reload, rollback, collect, registration
+  std::atomic<Version *> current_{nullptr};
+  Version *previous_ = nullptr;
+  std::vector<std::unique_ptr<Version>> versions_; // every version ever
+  std::vector<std::string> entries_;
+  std::atomic<std::uint64_t> generation_{0};
+  std::uint64_t next_number_ = 1;
+};
+
+// Reloads a module when its artifact file is replaced. Linux: inotify on
+// the file's directory (a rename onto the name, or a writer closing it);
+// elsewhere, or when inotify is unavailable, polling the file's identity
+// (inode, size, mtime). Changes are debounced: a reload starts only after
+// `debounce` without further events. Since artifacts are published by
+// rename, a file still being written is never loaded; one written in place
+// is loaded after its writer closes it, and if it is not a valid artifact
+// the old version keeps serving.
+class Watcher {
+public:
+  struct Options {
+    std::chrono::milliseconds debounce{50};
+    std::chrono::milliseconds poll{100};
+    bool force_polling = false;
+  };
+  Watcher(HotModule &module, std::string path, Options options);
+  ~Watcher(); // stops and joins
+
+  std::uint64_t reloads() const { return reloads_.load(); }   // succeeded
+  std::uint64_t failures() const { return failures_.load(); } // refused
+  std::optional<Error> last_error() const;
+  bool polling() const { return polling_; }
+
+private:
+  void run();
+  HotModule &module_;
+  std::string path_;
+  Options options_;
+  std::atomic<bool> stop_{false};
+  std::atomic<std::uint64_t> reloads_{0}, failures_{0};
+  mutable std::mutex mu_;
+  std::optional<Error> last_error_;
+  int inotify_ = -1, wake_[2] = {-1, -1};
+  bool polling_ = false;
+  bool seen_exists_ = false; // the file's identity at construction
+  unsigned long long seen_ino_ = 0, seen_size_ = 0;
+  long long seen_mtime_ns_ = 0;
+  std::thread thread_;
+};
+
+} // namespace hotlink::loader

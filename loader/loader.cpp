@@ -1,0 +1,204 @@
+#include "loader/loader.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/BLAKE3.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SHA256.h"
+
+#include <cerrno>
+#include <cstring>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+namespace hotlink::loader {
+
+using exports::Arch;
+using exports::Format;
+
+namespace {
+
+Format host_format() {
+#if defined(__APPLE__)
+  return Format::MachO;
+#elif defined(_WIN32)
+  return Format::COFF;
+#else
+  return Format::ELF;
+#endif
+}
+
+Arch host_arch() {
+#if defined(__x86_64__) || defined(_M_X64)
+  return Arch::X86_64;
+#elif defined(__aarch64__) || defined(_M_ARM64)
+  return Arch::AArch64;
+#elif defined(__i386__) || defined(_M_IX86)
+  return Arch::X86;
+#else
+  return Arch::Unknown;
+#endif
+}
+
+std::string lower(std::string s) {
+  for (char &c : s)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+} // namespace
+
+std::string sha256_hex(const std::vector<std::uint8_t> &bytes) {
+  auto h = llvm::SHA256::hash(llvm::ArrayRef<uint8_t>(bytes.data(), bytes.size()));
+  return llvm::toHex(llvm::ArrayRef<uint8_t>(h.data(), h.size()), /*LowerCase=*/true);
+}
+
+std::string blake3_hex(const std::vector<std::uint8_t> &bytes) {
+  auto h = llvm::BLAKE3::hash(llvm::ArrayRef<uint8_t>(bytes.data(), bytes.size()));
+  return llvm::toHex(llvm::ArrayRef<uint8_t>(h.data(), h.size()), /*LowerCase=*/true);
+}
+
+Expected<std::vector<std::uint8_t>> read_artifact_file(const std::string &path) {
+  auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
+  if (!buf)
+    return make_error(ErrorCode::InputNotFound, "cannot read: " + buf.getError().message(), path,
+                      {}, "check that the artifact exists and is readable");
+  const auto *p = reinterpret_cast<const std::uint8_t *>((*buf)->getBufferStart());
+  return std::vector<std::uint8_t>(p, p + (*buf)->getBufferSize());
+}
+
+Expected<Verified> verify(const std::vector<std::uint8_t> &bytes, const std::string &name,
+                          const VerifyOptions &options) {
+  Verified v;
+  // The hash first: bytes that are not the expected ones are refused
+  // before anything parses them.
+  if (!options.sha256.empty() || !options.blake3.empty()) {
+    bool sha = !options.sha256.empty();
+    std::string got = sha ? sha256_hex(bytes) : blake3_hex(bytes);
+    std::string want = lower(sha ? options.sha256 : options.blake3);
+    if (got != want)
+      return make_error(ErrorCode::HashMismatch,
+                        std::string(sha ? "SHA-256" : "BLAKE3") + " is " + got + ", expected " + want,
+                        name, {}, "the artifact changed after it was published; rebuild or re-fetch it");
+    (sha ? v.sha256 : v.blake3) = got;
+  }
+  auto info = exports::read_artifact(bytes.data(), bytes.size(), name);
+  if (!info) {
+    Error e = info.take_error();
+    e.code = ErrorCode::NotASharedObject;
+    e.hint = "load a shared object linked for this host (hotlink link --target " "host)";
+    return e;
+  }
+  v.info = std::move(info.value());
+  if (v.info.kind != exports::FileKind::SharedObject)
+    return make_error(ErrorCode::NotASharedObject,
+                      v.info.kind == exports::FileKind::Object ? "is a relocatable object, not a shared object"
+                                                               : "is not a shared object",
+                      name, {}, "link it first (hotlink link)");
+  if (v.info.format != host_format())
+    return make_error(ErrorCode::FormatMismatch,
+                      std::string("is a ") + exports::to_string(v.info.format) + " image; this host loads " +
+                          exports::to_string(host_format()),
+                      name, {}, "link it for the host's target");
+  if (v.info.arch != host_arch())
+    return make_error(ErrorCode::ArchMismatch,
+                      std::string("is built for ") + exports::to_string(v.info.arch) + "; this host is " +
+                          exports::to_string(host_arch()),
+                      name, {}, "link it for the host's target");
+  for (const std::string &e : options.expected_exports)
+    if (!std::binary_search(v.info.exports.begin(), v.info.exports.end(), e))
+      return make_error(ErrorCode::MissingExport, "is not exported by the artifact", name, e,
+                        "export it when linking (--export), or fix the expected list");
+  if (options.check_imports && v.info.needed.empty())
+    for (const std::string &imp : v.info.imports)
+      if (!dlsym(RTLD_DEFAULT, imp.c_str()))
+        return make_error(ErrorCode::UnresolvedSymbol,
+                          "is imported by the artifact but nothing in this process defines it", name,
+                          imp, "link the library that defines it into the host or the artifact");
+  if (v.sha256.empty())
+    v.sha256 = sha256_hex(bytes);
+  return v;
+}
+
+Library::~Library() {
+  if (handle_)
+    dlclose(handle_);
+  if (fd_ >= 0)
+    ::close(fd_);
+}
+
+void *Library::symbol(const std::string &name) const { return dlsym(handle_, name.c_str()); }
+
+Expected<std::unique_ptr<Library>> load_private(const std::vector<std::uint8_t> &bytes,
+                                                const std::string &name) {
+  std::unique_ptr<Library> lib(new Library);
+  lib->name_ = name;
+  // A memfd per version: a private copy nobody can change after we verified
+  // it, with its own inode so glibc never confuses it with an earlier one.
+  lib->fd_ = ::memfd_create(("hotlink:" + name.substr(name.rfind('/') + 1)).c_str(), MFD_CLOEXEC);
+  if (lib->fd_ < 0)
+    return make_error(ErrorCode::LoadFailed, std::string("memfd_create failed: ") + std::strerror(errno),
+                      name);
+  std::size_t off = 0;
+  while (off < bytes.size()) {
+    ssize_t n = ::write(lib->fd_, bytes.data() + off, bytes.size() - off);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return make_error(ErrorCode::LoadFailed, std::string("cannot write the private copy: ") +
+                                                   std::strerror(errno), name);
+    off += static_cast<std::size_t>(n);
+  }
+  std::string path = "/proc/self/fd/" + std::to_string(lib->fd_);
+  lib->handle_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!lib->handle_) {
+    const char *why = dlerror();
+    return make_error(ErrorCode::LoadFailed, std::string("dlopen refused it: ") + (why ? why : "?"), name,
+                      {}, "verify() it first; an unresolved import is the usual cause");
+  }
+  return lib;
+}
+
+std::optional<Error> check_abi(const Library &lib, const std::string &metadata_symbol,
+                               const ExpectedAbi &expected) {
+  auto fn = reinterpret_cast<const halide_filter_metadata_t *(*)()>(lib.symbol(metadata_symbol));
+  auto bad = [&](std::string what, std::string symbol = {}) {
+    return make_error(ErrorCode::AbiMismatch, std::move(what), lib.name(),
+                      symbol.empty() ? metadata_symbol : symbol,
+                      "rebuild the host and the pipeline from the same generator version");
+  };
+  if (!fn)
+    return bad("the artifact has no " + metadata_symbol + "()");
+  const halide_filter_metadata_t *m = fn();
+  if (!m)
+    return bad(metadata_symbol + "() returned null");
+  if (m->version != expected.version)
+    return bad("metadata version is " + std::to_string(m->version) + ", the host expects " +
+               std::to_string(expected.version));
+  if (m->num_arguments != static_cast<int>(expected.arguments.size()))
+    return bad("the pipeline takes " + std::to_string(m->num_arguments) + " arguments, the host passes " +
+               std::to_string(expected.arguments.size()));
+  if (m->num_arguments > 0 && !m->arguments)
+    return bad("metadata lists arguments but no argument table");
+  for (int i = 0; i < m->num_arguments; ++i) {
+    const halide_filter_argument_t &a = m->arguments[i];
+    const AbiArgument &w = expected.arguments[i];
+    std::string name = a.name ? a.name : "";
+    std::string where = "argument " + std::to_string(i) + " ('" + name + "')";
+    if (name != w.name)
+      return bad(where + " should be named '" + w.name + "'", name);
+    if (a.kind != w.kind)
+      return bad(where + " has kind " + std::to_string(a.kind) + ", expected " + std::to_string(w.kind), name);
+    if (a.dimensions != w.dimensions)
+      return bad(where + " has " + std::to_string(a.dimensions) + " dimensions, expected " +
+                     std::to_string(w.dimensions), name);
+    if (a.type.code != w.type_code || a.type.bits != w.type_bits)
+      return bad(where + " has type code " + std::to_string(a.type.code) + "/" + std::to_string(a.type.bits) +
+                     " bits, expected " + std::to_string(w.type_code) + "/" + std::to_string(w.type_bits),
+                 name);
+  }
+  return std::nullopt;
+}
+
+} // namespace hotlink::loader

@@ -1,0 +1,402 @@
+// The loader as an engine uses it: nothing is mapped before it is verified,
+// every refusal is named, reloads swap atomically while threads call, and a
+// version is unmapped only after its last call returned.
+#include "loader/hot_module.h"
+#include "loader/loader.h"
+#include "test/support.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdio>
+#include <fcntl.h>
+#include <map>
+#include <thread>
+#include <unistd.h>
+
+namespace hotlink::loader {
+namespace {
+
+using test::Bytes;
+
+const char *kHost = "x86_64-linux-gnu";
+
+// A kernel with Halide-style metadata. TAG is returned by tag_a/tag_b;
+// DIMS is argument 0's dimension count (for ABI mismatches).
+std::string kernel_source(int tag, int dims = 2, const char *extra = "") {
+  return "#define TAG " + std::to_string(tag) + "\n#define DIMS " + std::to_string(dims) + "\n" + R"(
+typedef unsigned char u8; typedef unsigned short u16; typedef int i32; typedef long long i64;
+struct halide_type_t { u8 code, bits; u16 lanes; };
+struct halide_filter_argument_t { const char *name; i32 kind, dimensions; struct halide_type_t type;
+                                  const void *def, *min, *max, *estimate; const i64 *buffer_estimates; };
+struct halide_filter_metadata_t { i32 version, num_arguments; const struct halide_filter_argument_t *arguments;
+                                  const char *target, *name; };
+static const struct halide_filter_argument_t args[] = {
+    {"input", 1, DIMS, {1, 8, 1}, 0, 0, 0, 0, 0}, {"scale", 0, 0, {2, 32, 1}, 0, 0, 0, 0, 0}};
+static const struct halide_filter_metadata_t meta = {1, 2, args, "host", "f"};
+const struct halide_filter_metadata_t *f_metadata(void) { return &meta; }
+static volatile int tag_data = TAG;
+int f(int x) { return x * 10 + tag_data; }
+int f_argv(void **a) { *(int *)a[1] = f(*(int *)a[0]); return 0; }
+int tag_a(void) { return tag_data; }
+int tag_b(void) { return tag_data; }
+)" + extra;
+}
+
+Bytes kernel(int tag, int dims = 2, const char *extra = "") { return test::compile_so(kHost, kernel_source(tag, dims, extra)); }
+
+ExpectedAbi expected_abi() {
+  return ExpectedAbi{1, {{"input", 1, 2, 1, 8}, {"scale", 0, 0, 2, 32}}};
+}
+
+// ---------------------------------------------------------------------------
+// Static verification: each refusal on a real wrong input.
+
+TEST(Verify, AcceptsAHostSharedObjectAndHashesIt) {
+  Bytes so = kernel(1);
+  auto v = verify(so, "k.so", {{"f", "f_argv", "f_metadata"}});
+  ASSERT_TRUE(v.ok()) << v.error().to_string();
+  EXPECT_EQ(v->sha256, sha256_hex(so));
+  EXPECT_EQ(v->sha256.size(), 64u);
+  VerifyOptions o;
+  o.blake3 = blake3_hex(so);
+  EXPECT_TRUE(verify(so, "k.so", o).ok());
+}
+
+TEST(Verify, RefusesAnObjectFile) {
+  auto v = verify(test::compile_c(kHost, "int f(void){return 1;}"), "k.o");
+  ASSERT_FALSE(v.ok());
+  EXPECT_EQ(v.error().code, ErrorCode::NotASharedObject);
+  EXPECT_EQ(v.error().input, "k.o");
+}
+
+TEST(Verify, RefusesGarbage) {
+  std::string text = "#!/bin/sh\necho not an image\n";
+  auto v = verify(Bytes(text.begin(), text.end()), "script.so");
+  ASSERT_FALSE(v.ok());
+  EXPECT_EQ(v.error().code, ErrorCode::NotASharedObject);
+}
+
+TEST(Verify, RefusesAWindowsDll) {
+  Bytes dll = test::compile_so("x86_64-pc-windows-msvc", "int f(void){return 1;} int _DllMainCRTStartup(void){return 1;}");
+  auto v = verify(dll, "k.dll");
+  ASSERT_FALSE(v.ok());
+  EXPECT_EQ(v.error().code, ErrorCode::FormatMismatch) << v.error().to_string();
+}
+
+TEST(Verify, RefusesAnAarch64SharedObject) {
+  auto v = verify(test::compile_so("aarch64-linux-gnu", "int f(void){return 1;}"), "arm.so");
+  ASSERT_FALSE(v.ok());
+  EXPECT_EQ(v.error().code, ErrorCode::ArchMismatch);
+}
+
+TEST(Verify, RefusesAMissingExport) {
+  auto v = verify(kernel(1), "k.so", {{"f", "g_argv"}});
+  ASSERT_FALSE(v.ok());
+  EXPECT_EQ(v.error().code, ErrorCode::MissingExport);
+  EXPECT_EQ(v.error().symbol, "g_argv");
+}
+
+TEST(Verify, RefusesTamperedBytes) {
+  Bytes so = kernel(1);
+  VerifyOptions o;
+  o.sha256 = sha256_hex(so);
+  so[so.size() / 2] ^= 0x40;
+  auto v = verify(so, "k.so", o);
+  ASSERT_FALSE(v.ok());
+  EXPECT_EQ(v.error().code, ErrorCode::HashMismatch);
+  EXPECT_NE(v.error().message.find(o.sha256), std::string::npos);
+}
+
+TEST(Verify, RefusesAnImportNothingProvides) {
+  auto v = verify(test::compile_so(kHost, "int hotlink_no_such_symbol(int); int f(int x){return hotlink_no_such_symbol(x);}"),
+                  "k.so");
+  ASSERT_FALSE(v.ok());
+  EXPECT_EQ(v.error().code, ErrorCode::UnresolvedSymbol);
+  EXPECT_EQ(v.error().symbol, "hotlink_no_such_symbol");
+  // An import the process has (libc's memcpy) is fine.
+  EXPECT_TRUE(verify(test::compile_so(kHost, "void *memcpy(void *, const void *, unsigned long);"
+                                             "void f(char *d, const char *s){ memcpy(d, s, 100); }"),
+                     "k.so")
+                  .ok());
+}
+
+// ---------------------------------------------------------------------------
+// Private copies and the ABI check.
+
+TEST(Load, TheSamePathLoadsAgainWhileTheOldCopyStaysMapped) {
+  std::string path = test::temp_dir() + "/kernel.so";
+  test::write_file(path, kernel(1));
+  auto a = read_artifact_file(path);
+  auto one = load_private(a.value(), path);
+  ASSERT_TRUE(one.ok()) << one.error().to_string();
+  // Publish a new version by rename, as a writer should.
+  test::write_file(path + ".tmp", kernel(2));
+  ASSERT_EQ(std::rename((path + ".tmp").c_str(), path.c_str()), 0);
+  auto two = load_private(read_artifact_file(path).value(), path);
+  ASSERT_TRUE(two.ok());
+  auto tag1 = reinterpret_cast<int (*)()>(one.value()->symbol("tag_a"));
+  auto tag2 = reinterpret_cast<int (*)()>(two.value()->symbol("tag_a"));
+  ASSERT_TRUE(tag1 && tag2);
+  EXPECT_EQ(tag1(), 1); // the old image is still there
+  EXPECT_EQ(tag2(), 2); // and the loader did not hand back a cached one
+}
+
+TEST(Load, AbiCheckAcceptsTheExpectedMetadataAndNamesTheFirstDifference) {
+  auto good = load_private(kernel(1), "k.so");
+  ASSERT_TRUE(good.ok());
+  EXPECT_FALSE(check_abi(*good.value(), "f_metadata", expected_abi()).has_value());
+  auto other = load_private(kernel(1, /*dims=*/3), "k3.so");
+  auto err = check_abi(*other.value(), "f_metadata", expected_abi());
+  ASSERT_TRUE(err.has_value());
+  EXPECT_EQ(err->code, ErrorCode::AbiMismatch);
+  EXPECT_EQ(err->symbol, "input");
+  EXPECT_NE(err->message.find("3 dimensions, expected 2"), std::string::npos) << err->message;
+  ExpectedAbi fewer = expected_abi();
+  fewer.arguments.pop_back();
+  EXPECT_NE(check_abi(*good.value(), "f_metadata", fewer)->message.find("takes 2 arguments"), std::string::npos);
+}
+
+// ---------------------------------------------------------------------------
+// HotModule.
+
+struct Kernels {
+  Bytes v[5];
+  Kernels() {
+    for (int i = 1; i <= 4; ++i)
+      v[i] = kernel(i);
+  }
+};
+
+const Kernels &kernels() {
+  static Kernels k;
+  return k;
+}
+
+ModuleOptions abi_options() {
+  ModuleOptions o;
+  o.abi = expected_abi();
+  o.metadata_symbol = "f_metadata";
+  return o;
+}
+
+TEST(HotModule, ReloadSwapsAndRollbackReturns) {
+  HotModule m(abi_options());
+  auto f = m.entry<int(int)>("f");
+  ASSERT_TRUE(f.ok());
+  EXPECT_FALSE(m.pin());
+  ASSERT_FALSE(m.reload(kernels().v[1], "v1").has_value());
+  EXPECT_EQ((*f)(4), 41);
+  ASSERT_FALSE(m.reload(kernels().v[2], "v2").has_value());
+  EXPECT_EQ((*f)(4), 42);
+  EXPECT_EQ(m.current()->number, 2u);
+  EXPECT_EQ(m.current()->identity, sha256_hex(kernels().v[2]));
+  ASSERT_FALSE(m.rollback().has_value());
+  EXPECT_EQ((*f)(4), 41);
+  EXPECT_EQ(m.current()->number, 1u);
+  EXPECT_EQ(m.generation(), 3u);
+  EXPECT_TRUE(m.rollback().has_value()); // only one step back is kept
+}
+
+TEST(HotModule, FailedReloadsKeepTheOldVersionServing) {
+  int refuse_next = 0;
+  ModuleOptions o = abi_options();
+  o.on_load = [&](const Library &fresh, const Library *old) -> std::optional<Error> {
+    if (refuse_next)
+      return make_error(ErrorCode::InitFailed, "state transfer refused");
+    return std::nullopt;
+  };
+  HotModule m(o);
+  auto f = m.entry<int(int)>("f");
+  ASSERT_FALSE(m.reload(kernels().v[1], "v1").has_value());
+
+  auto bad_abi = m.reload(kernel(9, /*dims=*/4), "bad-abi");
+  ASSERT_TRUE(bad_abi.has_value());
+  EXPECT_EQ(bad_abi->code, ErrorCode::AbiMismatch);
+
+  Bytes no_f = test::compile_so(kHost, "int g(int x){return x;}");
+  auto missing = m.reload(no_f, "missing");
+  ASSERT_TRUE(missing.has_value());
+  EXPECT_EQ(missing->code, ErrorCode::MissingExport);
+
+  refuse_next = 1;
+  auto init = m.reload(kernels().v[3], "v3");
+  ASSERT_TRUE(init.has_value());
+  EXPECT_EQ(init->code, ErrorCode::InitFailed);
+  EXPECT_EQ(init->input, "v3");
+
+  Bytes garbage(100, 0x7f);
+  EXPECT_EQ(m.reload(garbage, "garbage")->code, ErrorCode::NotASharedObject);
+
+  EXPECT_EQ((*f)(4), 41); // still version 1, after four refusals
+  EXPECT_EQ(m.current()->number, 1u);
+  EXPECT_EQ(m.generation(), 1u);
+  EXPECT_EQ(m.mapped_versions(), 1u); // the refused images were unmapped
+}
+
+TEST(HotModule, OnLoadSeesTheOldVersion) {
+  int old_tag = -1;
+  ModuleOptions o;
+  o.on_load = [&](const Library &fresh, const Library *old) -> std::optional<Error> {
+    if (old)
+      old_tag = reinterpret_cast<int (*)()>(old->symbol("tag_a"))();
+    return std::nullopt;
+  };
+  HotModule m(o);
+  ASSERT_FALSE(m.reload(kernels().v[1], "v1").has_value());
+  ASSERT_FALSE(m.reload(kernels().v[2], "v2").has_value());
+  EXPECT_EQ(old_tag, 1);
+}
+
+TEST(HotModule, RetiredVersionsAreUnmappedOnlyWhenNoCallIsInside) {
+  std::vector<std::uint64_t> unloaded;
+  ModuleOptions o;
+  o.on_unload = [&](std::uint64_t v) { unloaded.push_back(v); };
+  HotModule m(o);
+  auto tag = m.entry<int()>("tag_a").value();
+  ASSERT_FALSE(m.reload(kernels().v[1], "v1").has_value());
+  HotModule::Pin held = m.pin(); // a call "inside" version 1
+  ASSERT_FALSE(m.reload(kernels().v[2], "v2").has_value());
+  ASSERT_FALSE(m.reload(kernels().v[3], "v3").has_value()); // retires v1
+  EXPECT_TRUE(unloaded.empty());
+  EXPECT_EQ(held.get(tag)(), 1); // still mapped, still callable
+  EXPECT_EQ(m.collect(), 0u);
+  { HotModule::Pin gone = std::move(held); }
+  EXPECT_EQ(m.collect(), 1u);
+  EXPECT_EQ(unloaded, (std::vector<std::uint64_t>{1}));
+  EXPECT_EQ(tag(), 3);
+}
+
+TEST(HotModule, EntryMissingFromTheCurrentVersionIsRefused) {
+  HotModule m;
+  ASSERT_FALSE(m.reload(kernels().v[1], "v1").has_value());
+  auto e = m.entry<int()>("not_exported");
+  ASSERT_FALSE(e.ok());
+  EXPECT_EQ(e.error().code, ErrorCode::MissingExport);
+}
+
+// Four threads call two entry points of one version in a tight loop while
+// another swaps versions 1,000 times. Every call sees one whole version,
+// and no version is unmapped while a call is inside it.
+TEST(HotModule, FourCallersAndAThousandSwaps) {
+  constexpr int kSwaps = 1000;
+  std::map<std::uint64_t, int> tag_of; // version number -> tag (set before publish)
+  std::mutex tag_mu;
+  std::atomic<int> inflight[kSwaps + 8] = {};
+  std::atomic<int> violations{0};
+  ModuleOptions o;
+  o.on_unload = [&](std::uint64_t v) {
+    if (inflight[v].load() != 0)
+      ++violations;
+  };
+  HotModule m(o);
+  auto a = m.entry<int()>("tag_a").value();
+  auto b = m.entry<int()>("tag_b").value();
+  ASSERT_FALSE(m.reload(kernels().v[1], "v1").has_value());
+  std::atomic<bool> stop{false};
+  std::atomic<long> calls{0}, torn{0};
+  std::vector<std::thread> callers;
+  for (int t = 0; t < 4; ++t)
+    callers.emplace_back([&] {
+      while (!stop.load(std::memory_order_relaxed)) {
+        HotModule::Pin p = m.pin();
+        std::uint64_t v = p.version();
+        inflight[v].fetch_add(1);
+        int x = p.get(a)(), y = p.get(b)();
+        if (x != y || x < 1 || x > 4)
+          ++torn;
+        inflight[v].fetch_sub(1);
+        ++calls;
+      }
+    });
+  for (int i = 0; i < kSwaps; ++i) {
+    auto err = m.reload(kernels().v[1 + (i + 1) % 4], "v");
+    ASSERT_FALSE(err.has_value()) << err->to_string();
+  }
+  stop = true;
+  for (auto &t : callers)
+    t.join();
+  m.collect();
+  EXPECT_EQ(torn.load(), 0);
+  EXPECT_EQ(violations.load(), 0);
+  EXPECT_GT(calls.load(), 0);
+  EXPECT_LE(m.mapped_versions(), 2u); // current + rollback target
+  EXPECT_EQ(m.generation(), static_cast<std::uint64_t>(kSwaps + 1));
+}
+
+// ---------------------------------------------------------------------------
+// Watching.
+
+bool wait_for(const std::function<bool()> &cond, int ms = 5000) {
+  for (int i = 0; i < ms / 10; ++i) {
+    if (cond())
+      return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return cond();
+}
+
+void publish(const std::string &path, const Bytes &b) {
+  test::write_file(path + ".part", b);
+  ASSERT_EQ(std::rename((path + ".part").c_str(), path.c_str()), 0);
+}
+
+class WatcherTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(WatcherTest, PicksUpAReplacedArtifact) {
+  std::string path = test::temp_dir() + "/kernel.so";
+  publish(path, kernels().v[1]);
+  HotModule m;
+  auto tag = m.entry<int()>("tag_a").value();
+  ASSERT_FALSE(m.reload(path).has_value());
+  Watcher w(m, path, {std::chrono::milliseconds(30), std::chrono::milliseconds(20), GetParam()});
+  EXPECT_EQ(w.polling(), GetParam());
+  publish(path, kernels().v[2]);
+  ASSERT_TRUE(wait_for([&] { return w.reloads() >= 1; })) << "no reload";
+  EXPECT_EQ(tag(), 2);
+  publish(path, kernels().v[3]);
+  ASSERT_TRUE(wait_for([&] { return w.reloads() >= 2; }));
+  EXPECT_EQ(tag(), 3);
+  EXPECT_EQ(w.failures(), 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, WatcherTest, ::testing::Values(false, true),
+                         [](const auto &i) { return i.param ? "polling" : "inotify"; });
+
+TEST(Watcher, AFileBeingWrittenIsNotLoadedEarly) {
+  std::string path = test::temp_dir() + "/kernel.so";
+  publish(path, kernels().v[1]);
+  HotModule m;
+  auto tag = m.entry<int()>("tag_a").value();
+  ASSERT_FALSE(m.reload(path).has_value());
+  Watcher w(m, path, {std::chrono::milliseconds(30), std::chrono::milliseconds(20), false});
+  const Bytes &next = kernels().v[2];
+  int fd = ::open(path.c_str(), O_WRONLY | O_TRUNC);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::write(fd, next.data(), next.size() / 2), static_cast<ssize_t>(next.size() / 2));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300)); // well past the debounce
+  EXPECT_EQ(w.reloads() + w.failures(), 0u) << "a half-written file was picked up";
+  EXPECT_EQ(tag(), 1);
+  ASSERT_EQ(::write(fd, next.data() + next.size() / 2, next.size() - next.size() / 2),
+            static_cast<ssize_t>(next.size() - next.size() / 2));
+  ::close(fd);
+  ASSERT_TRUE(wait_for([&] { return w.reloads() >= 1; }));
+  EXPECT_EQ(tag(), 2);
+}
+
+TEST(Watcher, AnInvalidReplacementIsRefusedAndTheOldVersionServes) {
+  std::string path = test::temp_dir() + "/kernel.so";
+  publish(path, kernels().v[1]);
+  HotModule m;
+  auto tag = m.entry<int()>("tag_a").value();
+  ASSERT_FALSE(m.reload(path).has_value());
+  Watcher w(m, path, {std::chrono::milliseconds(30), std::chrono::milliseconds(20), false});
+  std::string junk = "not an elf file";
+  publish(path, Bytes(junk.begin(), junk.end()));
+  ASSERT_TRUE(wait_for([&] { return w.failures() >= 1; }));
+  EXPECT_EQ(w.last_error()->code, ErrorCode::NotASharedObject);
+  EXPECT_EQ(tag(), 1);
+}
+
+} // namespace
+} // namespace hotlink::loader
