@@ -94,5 +94,59 @@ TEST(Cli, IsolatedLinkRunsInAWorker) {
   EXPECT_EQ(v->getAsObject()->getString("executed_by"), llvm::StringRef("worker"));
 }
 
+const char *kMetaKernel = R"(
+typedef unsigned char u8; typedef unsigned short u16; typedef int i32; typedef long long i64;
+struct halide_type_t { u8 code, bits; u16 lanes; };
+struct halide_filter_argument_t { const char *name; i32 kind, dimensions; struct halide_type_t type;
+                                  const void *def, *min, *max, *estimate; const i64 *buffer_estimates; };
+struct halide_filter_metadata_t { i32 version, num_arguments; const struct halide_filter_argument_t *arguments;
+                                  const char *target, *name; };
+static const struct halide_filter_argument_t args[] = {{"input", 1, 2, {1, 8, 1}, 0, 0, 0, 0, 0}};
+static const struct halide_filter_metadata_t meta = {1, 1, args, "host", "f"};
+const struct halide_filter_metadata_t *f_metadata(void) { return &meta; }
+int f(int x) { return x; }
+)";
+
+TEST(VerifyCli, AcceptsRefusesAndExplains) {
+  std::string so = test::temp_dir() + "/k.so";
+  test::write_file(so, test::compile_so("x86_64-linux-gnu", kMetaKernel));
+  std::string bin = hotlink_bin();
+  test::Run ok = test::run({bin, "verify", so, "--expect", "f", "--expect", "f_metadata"});
+  EXPECT_EQ(ok.code, 0) << ok.err;
+  test::Run missing = test::run({bin, "verify", so, "--expect", "g"});
+  EXPECT_EQ(missing.code, 1);
+  EXPECT_NE(missing.err.find("missing-export"), std::string::npos) << missing.err;
+  test::Run hash = test::run({bin, "verify", so, "--sha256", std::string(64, '0')});
+  EXPECT_EQ(hash.code, 1);
+  EXPECT_NE(hash.err.find("hash-mismatch"), std::string::npos);
+  std::string obj = test::temp_dir() + "/k.o";
+  test::write_file(obj, test::compile_c("x86_64-linux-gnu", "int f(void){return 1;}"));
+  EXPECT_NE(test::run({bin, "verify", obj}).err.find("not-a-shared-object"), std::string::npos);
+  EXPECT_EQ(test::run({bin, "verify"}).code, 2);
+  EXPECT_EQ(test::run({bin, "verify", so, "--sha256", "xyz"}).code, 2);
+  EXPECT_EQ(test::run({bin, "verify", "/nonexistent.so"}).code, 2);
+}
+
+TEST(VerifyCli, LoadReadsTheMetadataAndChecksTheAbi) {
+  std::string so = test::temp_dir() + "/k.so";
+  test::write_file(so, test::compile_so("x86_64-linux-gnu", kMetaKernel));
+  std::string bin = hotlink_bin();
+  test::Run r = test::run({bin, "verify", so, "--load", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  auto v = llvm::json::parse(r.out);
+  ASSERT_TRUE(bool(v)) << r.out;
+  auto *meta = v->getAsObject()->getArray("metadata");
+  ASSERT_TRUE(meta && meta->size() == 1);
+  auto *arg0 = (*meta)[0].getAsObject()->getArray("arguments");
+  ASSERT_TRUE(arg0 && arg0->size() == 1);
+  EXPECT_EQ((*arg0)[0].getAsObject()->getString("name"), llvm::StringRef("input"));
+  EXPECT_EQ(v->getAsObject()->getString("sha256")->size(), 64u);
+  EXPECT_EQ(test::run({bin, "verify", so, "--load", "--abi", "input:1:2:1:8"}).code, 0);
+  test::Run bad = test::run({bin, "verify", so, "--load", "--abi", "input:1:3:1:8"});
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_NE(bad.err.find("abi-mismatch"), std::string::npos) << bad.err;
+  EXPECT_EQ(test::run({bin, "verify", so, "--abi", "input:1:2:1:8"}).code, 2); // needs --load
+}
+
 } // namespace
 } // namespace hotlink

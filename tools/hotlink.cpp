@@ -9,6 +9,7 @@
 #include "exports/writers.h"
 #include "linker/linker.h"
 #include "linker/service.h"
+#include "loader/loader.h"
 
 #include "llvm/Support/MemoryBuffer.h"
 
@@ -37,6 +38,7 @@ usage: hotlink <command> [options]
 commands:
   link      link objects into a .so / .dll / .dylib / wasm module
   exports   show what a link would export, or write the export file
+  verify    check an artifact before it is loaded (and, with --load, load it)
   targets   list the supported targets
 
 Run `hotlink <command> --help` for a command's options.
@@ -404,6 +406,176 @@ int cmd_exports(int argc, char **argv) {
   return kOk;
 }
 
+const char *kVerifyHelp = R"(usage: hotlink verify ARTIFACT [options]
+
+Checks ARTIFACT the way the loader does before mapping it: a shared object
+of this host's format and architecture, with the expected exports, the
+expected hash, and no import this process cannot resolve.
+
+options:
+  --expect NAME        require export NAME (repeatable)
+  --sha256 HEX         require this SHA-256 of the bytes
+  --blake3 HEX         require this BLAKE3 of the bytes
+  --load               also map a private copy and read every *_metadata()
+                       entry point's Halide metadata
+  --abi SPEC           with --load: require this argument list, e.g.
+                       input:1:2:1:8,scale:0:0:2:32 (name:kind:dims:code:bits)
+  --metadata SYMBOL    the metadata entry point for --abi (default: the
+                       only *_metadata export)
+  --json               print the result as JSON
+  -h, --help           this help
+
+exit codes: 0 accepted, 1 refused (the reason is named), 2 bad usage.
+)";
+
+bool parse_abi(const std::string &spec, hotlink::loader::ExpectedAbi &abi) {
+  std::size_t pos = 0;
+  while (pos <= spec.size() && !spec.empty()) {
+    std::size_t end = spec.find(',', pos);
+    std::string item = spec.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
+    std::vector<std::string> f;
+    std::size_t p = 0;
+    for (std::size_t c; (c = item.find(':', p)) != std::string::npos; p = c + 1)
+      f.push_back(item.substr(p, c - p));
+    f.push_back(item.substr(p));
+    if (f.size() != 5 || f[0].empty())
+      return false;
+    hotlink::loader::AbiArgument a;
+    a.name = f[0];
+    unsigned long v[4];
+    for (int i = 0; i < 4; ++i)
+      if (!parse_unsigned(f[i + 1], v[i]))
+        return false;
+    a.kind = static_cast<int>(v[0]);
+    a.dimensions = static_cast<int>(v[1]);
+    a.type_code = static_cast<int>(v[2]);
+    a.type_bits = static_cast<int>(v[3]);
+    abi.arguments.push_back(a);
+    if (end == std::string::npos)
+      break;
+    pos = end + 1;
+  }
+  return !abi.arguments.empty();
+}
+
+int cmd_verify(int argc, char **argv) {
+  using namespace hotlink::loader;
+  VerifyOptions opts;
+  std::string artifact, metadata, abi_spec;
+  bool load = false, json = false;
+  for (int i = 0; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "-h" || a == "--help")
+      return std::fputs(kVerifyHelp, stdout), kOk;
+    if (a == "--load") {
+      load = true;
+    } else if (a == "--json") {
+      json = true;
+    } else if (a == "--expect" || a == "--sha256" || a == "--blake3" || a == "--abi" || a == "--metadata") {
+      if (i + 1 >= argc)
+        return usage_error("option " + a + " needs a value", "verify");
+      std::string v = argv[++i];
+      if (a == "--expect") opts.expected_exports.push_back(v);
+      else if (a == "--sha256") opts.sha256 = v;
+      else if (a == "--blake3") opts.blake3 = v;
+      else if (a == "--abi") abi_spec = v;
+      else metadata = v;
+    } else if (a.size() > 1 && a[0] == '-') {
+      return usage_error("unknown option '" + a + "'", "verify");
+    } else if (artifact.empty()) {
+      artifact = a;
+    } else {
+      return usage_error("verify takes one artifact", "verify");
+    }
+  }
+  if (artifact.empty())
+    return usage_error("no artifact", "verify");
+  if (!opts.sha256.empty() && !opts.blake3.empty())
+    return usage_error("give --sha256 or --blake3, not both", "verify");
+  for (const std::string *h : {&opts.sha256, &opts.blake3})
+    if (!h->empty() && (h->size() != 64 || h->find_first_not_of("0123456789abcdefABCDEF") != std::string::npos))
+      return usage_error("a hash is 64 hex digits, not '" + *h + "'", "verify");
+  ExpectedAbi abi;
+  if (!abi_spec.empty() && !parse_abi(abi_spec, abi))
+    return usage_error("--abi takes name:kind:dims:code:bits[,...], not '" + abi_spec + "'", "verify");
+  if (!abi_spec.empty() && !load)
+    return usage_error("--abi needs --load (the metadata is read from the mapped image)", "verify");
+
+  llvm::json::Object out{{"artifact", artifact}};
+  std::optional<hotlink::Error> refusal;
+  std::vector<std::string> exports_list;
+  llvm::json::Array metas;
+  auto bytes = read_artifact_file(artifact);
+  if (!bytes) {
+    refusal = bytes.error();
+  } else if (auto v = verify(bytes.value(), artifact, opts); !v) {
+    refusal = v.error();
+  } else {
+    exports_list = v->info.exports;
+    out["sha256"] = v->sha256;
+    out["blake3"] = blake3_hex(bytes.value());
+    if (load) {
+      auto lib = load_private(bytes.value(), artifact);
+      if (!lib)
+        refusal = lib.error();
+      std::vector<std::string> meta_syms;
+      for (const std::string &e : exports_list)
+        if (e.size() > 9 && e.compare(e.size() - 9, 9, "_metadata") == 0)
+          meta_syms.push_back(e);
+      if (!refusal && !abi_spec.empty()) {
+        if (metadata.empty() && meta_syms.size() == 1)
+          metadata = meta_syms[0];
+        if (metadata.empty())
+          return usage_error("name the metadata entry point with --metadata", "verify");
+        refusal = check_abi(*lib.value(), metadata, abi);
+      }
+      for (const std::string &m : meta_syms) {
+        if (refusal)
+          break;
+        auto fn = reinterpret_cast<const halide_filter_metadata_t *(*)()>(lib.value()->symbol(m));
+        const halide_filter_metadata_t *md = fn ? fn() : nullptr;
+        if (!md || (md->num_arguments > 0 && !md->arguments) || md->num_arguments < 0) {
+          refusal = hotlink::make_error(hotlink::ErrorCode::AbiMismatch, "returns malformed metadata", artifact, m);
+          break;
+        }
+        llvm::json::Array args;
+        for (int i = 0; i < md->num_arguments; ++i) {
+          const auto &a = md->arguments[i];
+          // std::string copies: the strings live in the image, which is
+          // unmapped before the JSON is printed.
+          args.push_back(llvm::json::Object{{"name", std::string(a.name ? a.name : "")}, {"kind", a.kind},
+                                            {"dimensions", a.dimensions}, {"type_code", int(a.type.code)},
+                                            {"type_bits", int(a.type.bits)}});
+        }
+        metas.push_back(llvm::json::Object{{"symbol", m}, {"version", md->version},
+                                           {"name", std::string(md->name ? md->name : "")},
+                                           {"arguments", std::move(args)}});
+      }
+    }
+  }
+  out["ok"] = !refusal;
+  llvm::json::Array ex;
+  for (const std::string &e : exports_list)
+    ex.push_back(e);
+  out["exports"] = std::move(ex);
+  if (load)
+    out["metadata"] = std::move(metas);
+  if (refusal)
+    out["error"] = error_json(*refusal);
+  if (json) {
+    llvm::outs() << llvm::formatv("{0:2}", llvm::json::Value(std::move(out))) << "\n";
+    llvm::outs().flush();
+  } else if (refusal) {
+    std::fprintf(stderr, "hotlink: refused: %s\n", refusal->to_string().c_str());
+  } else {
+    std::printf("accepted %s (%zu exports%s)\n", artifact.c_str(), exports_list.size(),
+                load ? ", loaded" : "");
+  }
+  if (!refusal)
+    return kOk;
+  return refusal->code == hotlink::ErrorCode::InputNotFound ? kUsage : kFailed;
+}
+
 int cmd_targets(int argc, char **argv) {
   for (const std::string &t : hotlink::supported_targets())
     std::printf("%s\n", t.c_str());
@@ -423,6 +595,8 @@ int main(int argc, char **argv) {
     return cmd_link(argc - 2, argv + 2);
   if (cmd == "exports")
     return cmd_exports(argc - 2, argv + 2);
+  if (cmd == "verify")
+    return cmd_verify(argc - 2, argv + 2);
   if (cmd == "targets")
     return cmd_targets(argc - 2, argv + 2);
   std::fprintf(stderr, "hotlink: unknown command '%s'\n\n%s", cmd.c_str(), kTopHelp);
