@@ -1,4 +1,5 @@
 #include "loader/loader.h"
+#include "loader/platform.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/BLAKE3.h"
@@ -7,10 +8,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <dlfcn.h>
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
 namespace hotlink::loader {
 
@@ -112,52 +109,13 @@ Expected<Verified> verify(const std::vector<std::uint8_t> &bytes, const std::str
                         "export it when linking (--export), or fix the expected list");
   if (options.check_imports && v.info.needed.empty())
     for (const std::string &imp : v.info.imports)
-      if (!dlsym(RTLD_DEFAULT, imp.c_str()))
+      if (!process_provides(imp))
         return make_error(ErrorCode::UnresolvedSymbol,
                           "is imported by the artifact but nothing in this process defines it", name,
                           imp, "link the library that defines it into the host or the artifact");
   if (v.sha256.empty())
     v.sha256 = sha256_hex(bytes);
   return v;
-}
-
-Library::~Library() {
-  if (handle_)
-    dlclose(handle_);
-  if (fd_ >= 0)
-    ::close(fd_);
-}
-
-void *Library::symbol(const std::string &name) const { return dlsym(handle_, name.c_str()); }
-
-Expected<std::unique_ptr<Library>> load_private(const std::vector<std::uint8_t> &bytes,
-                                                const std::string &name) {
-  std::unique_ptr<Library> lib(new Library);
-  lib->name_ = name;
-  // A memfd per version: a private copy nobody can change after we verified
-  // it, with its own inode so glibc never confuses it with an earlier one.
-  lib->fd_ = ::memfd_create(("hotlink:" + name.substr(name.rfind('/') + 1)).c_str(), MFD_CLOEXEC);
-  if (lib->fd_ < 0)
-    return make_error(ErrorCode::LoadFailed, std::string("memfd_create failed: ") + std::strerror(errno),
-                      name);
-  std::size_t off = 0;
-  while (off < bytes.size()) {
-    ssize_t n = ::write(lib->fd_, bytes.data() + off, bytes.size() - off);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      return make_error(ErrorCode::LoadFailed, std::string("cannot write the private copy: ") +
-                                                   std::strerror(errno), name);
-    off += static_cast<std::size_t>(n);
-  }
-  std::string path = "/proc/self/fd/" + std::to_string(lib->fd_);
-  lib->handle_ = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!lib->handle_) {
-    const char *why = dlerror();
-    return make_error(ErrorCode::LoadFailed, std::string("dlopen refused it: ") + (why ? why : "?"), name,
-                      {}, "verify() it first; an unresolved import is the usual cause");
-  }
-  return lib;
 }
 
 std::optional<Error> check_abi(const Library &lib, const std::string &metadata_symbol,

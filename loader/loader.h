@@ -7,7 +7,8 @@
 //   running process cannot provide, each as a named ErrorCode
 //   (NotASharedObject, FormatMismatch, ArchMismatch, MissingExport,
 //   HashMismatch, UnresolvedSymbol) naming the artifact and the symbol.
-// - load_private() maps a private copy (a memfd on Linux), so the same path
+// - load_private() maps a private copy (a memfd on Linux; a uniquely named
+//   copy, with its PDB copied under the matching name, on Windows), so the same path
 //   can be loaded again and again, a writer can replace the published file
 //   while an old version is mapped, and the dynamic loader's cache never
 //   hands back a stale image. RTLD_NOW | RTLD_LOCAL.
@@ -66,7 +67,9 @@ private:
                                                          const std::string &);
   Library() = default;
   void *handle_ = nullptr;
-  int fd_ = -1; // kept open while mapped: its /proc/self/fd path stays unique
+  int fd_ = -1;           // POSIX: the memfd, kept open while mapped so its
+                          // /proc/self/fd path stays unique
+  std::string copy_path_; // Windows: the private copy on disk
   std::string name_;
 };
 
