@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <csetjmp>
+#include <csignal>
 #include <cstring>
 #include <fcntl.h>
 #include <poll.h>
@@ -174,6 +176,85 @@ std::optional<VersionInfo> HotModule::current() const {
 std::size_t HotModule::mapped_versions() const {
   std::lock_guard<std::mutex> lock(mu_);
   return std::count_if(versions_.begin(), versions_.end(), [](const auto &v) { return v->lib != nullptr; });
+}
+
+// ---------------------------------------------------------------------------
+// Guarded calls.
+
+namespace {
+
+thread_local sigjmp_buf *t_guard = nullptr; // set while this thread is in a guarded call
+const int kGuardedSignals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE};
+struct sigaction g_previous[NSIG];
+
+void guard_handler(int sig, siginfo_t *info, void *ctx) {
+  if (sigjmp_buf *jb = t_guard) {
+    t_guard = nullptr;
+    siglongjmp(*jb, sig);
+  }
+  // Not ours: hand it to whoever had it before, as if we were not here.
+  const struct sigaction &prev = g_previous[sig];
+  if (prev.sa_flags & SA_SIGINFO) {
+    if (prev.sa_sigaction) {
+      prev.sa_sigaction(sig, info, ctx);
+      return;
+    }
+  } else if (prev.sa_handler != SIG_DFL && prev.sa_handler != SIG_IGN) {
+    prev.sa_handler(sig);
+    return;
+  }
+  // Default action: restore it and let the fault happen again.
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+void install_guard_handlers() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    for (int sig : kGuardedSignals) {
+      struct sigaction sa = {};
+      sa.sa_sigaction = guard_handler;
+      sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+      sigemptyset(&sa.sa_mask);
+      sigaction(sig, &sa, &g_previous[sig]);
+    }
+  });
+}
+
+} // namespace
+
+int HotModule::run_guarded(const std::function<void()> &call) {
+  install_guard_handlers();
+  sigjmp_buf jb;
+  sigjmp_buf *outer = t_guard;
+  if (int sig = sigsetjmp(jb, /*savemask=*/1)) {
+    t_guard = outer;
+    return sig;
+  }
+  t_guard = &jb;
+  call();
+  t_guard = outer;
+  return 0;
+}
+
+Error HotModule::fault_error(int sig, std::uint64_t version) {
+  std::string name = sig == SIGSEGV ? "SIGSEGV" : sig == SIGBUS ? "SIGBUS" : sig == SIGILL ? "SIGILL" : "SIGFPE";
+  std::string source;
+  bool rolled_back = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Version *v = current_.load();
+    if (v && v->info.number == version) {
+      source = v->info.source;
+      rolled_back = previous_ && previous_->lib;
+    }
+  }
+  if (rolled_back)
+    rolled_back = !rollback().has_value();
+  return make_error(ErrorCode::LoadFailed,
+                    "version " + std::to_string(version) + " raised " + name + " inside a guarded call" +
+                        (rolled_back ? "; rolled back to the previous version" : "; no previous version to roll back to"),
+                    source, {}, "fix the kernel; the faulting call's side effects were abandoned");
 }
 
 // ---------------------------------------------------------------------------

@@ -36,6 +36,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 namespace hotlink::loader {
@@ -115,6 +116,37 @@ public:
 
   Pin pin() const;
 
+  // Linux only. Calls `e` like operator(), but a hardware fault (SIGSEGV,
+  // SIGBUS, SIGILL, SIGFPE) raised on this thread inside the call rolls the
+  // module back to the previous version and returns a LoadFailed error
+  // naming the signal, instead of killing the process.
+  //
+  // What this does and does not make safe: it is for the moment right after
+  // a reload, when a fresh version may be wrong. The faulting call is
+  // abandoned mid-way (siglongjmp): its stack is discarded without running
+  // destructors, and any lock it held (its own, or the C library's if it
+  // faulted inside malloc) stays held, any memory it was writing stays
+  // half-written. Use it for kernels that compute into buffers the host
+  // owns and can discard; do not use it for code that takes locks or owns
+  // resources. Faults outside guarded calls, on other threads, and stack
+  // overflows (no alternate stack is installed) reach the process's
+  // previous handlers as before.
+  template <class R, class... A>
+  Expected<R> guarded(const Entry<R(A...)> &e, A... args) {
+    static_assert(!std::is_void_v<R>, "guarded() needs a value-returning entry point");
+    Pin p = pin();
+    if (!p)
+      return make_error(ErrorCode::BadRequest, "no version is loaded", {}, {}, "reload() first");
+    auto fn = p.get(e);
+    R result{};
+    std::uint64_t faulted_version = p.version();
+    int sig = run_guarded([&] { result = fn(std::forward<A>(args)...); });
+    if (sig == 0)
+      return result;
+    { Pin released = std::move(p); } // the abandoned call no longer pins it
+    return fault_error(sig, faulted_version);
+  }
+
   template <class R, class... A> class Entry<R(A...)> {
   public:
     // Calls the current version. Precondition: a version is loaded.
@@ -137,6 +169,9 @@ public:
   };
 
 private:
+  // Runs `call`; returns 0, or the signal that interrupted it.
+  static int run_guarded(const std::function<void()> &call);
+  Error fault_error(int sig, std::uint64_t version);
   Expected<int> register_entry(const std::string &name);
   void retire_locked(Version *v);
   std::size_t collect_locked();

@@ -267,6 +267,43 @@ TEST(HotModule, RetiredVersionsAreUnmappedOnlyWhenNoCallIsInside) {
   EXPECT_EQ(tag(), 3);
 }
 
+TEST(HotModule, GuardedCallRollsBackAFaultingVersion) {
+  HotModule m;
+  auto f = m.entry<int(int)>("f").value();
+  ASSERT_FALSE(m.reload(kernels().v[1], "v1").has_value());
+  auto ok = m.guarded(f, 4);
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ(ok.value(), 41);
+  // Version 2 dereferences null; version 3 divides by zero.
+  Bytes segv = test::compile_so(kHost, kernel_source(2, 2, "").replace(
+      kernel_source(2, 2, "").find("int f(int x) { return x * 10 + tag_data; }"),
+      std::string("int f(int x) { return x * 10 + tag_data; }").size(),
+      "int f(int x) { return *(volatile int *)(long)(x - x) + tag_data; }"));
+  ASSERT_FALSE(m.reload(segv, "v2-segv").has_value());
+  auto crashed = m.guarded(f, 4);
+  ASSERT_FALSE(crashed.ok());
+  EXPECT_EQ(crashed.error().code, ErrorCode::LoadFailed);
+  EXPECT_NE(crashed.error().message.find("SIGSEGV"), std::string::npos) << crashed.error().message;
+  EXPECT_NE(crashed.error().message.find("rolled back"), std::string::npos);
+  EXPECT_EQ(crashed.error().input, "v2-segv");
+  EXPECT_EQ(m.current()->number, 1u); // back on version 1
+  EXPECT_EQ(m.guarded(f, 5).value(), 51);
+
+  Bytes fpe = test::compile_so(kHost, kernel_source(3, 2, "").replace(
+      kernel_source(3, 2, "").find("int f(int x) { return x * 10 + tag_data; }"),
+      std::string("int f(int x) { return x * 10 + tag_data; }").size(),
+      "int f(int x) { volatile int z = x - x; return x / z; }"));
+  ASSERT_FALSE(m.reload(fpe, "v3-fpe").has_value());
+  auto div = m.guarded(f, 4);
+  ASSERT_FALSE(div.ok());
+  EXPECT_NE(div.error().message.find("SIGFPE"), std::string::npos);
+  EXPECT_EQ(m.guarded(f, 6).value(), 61);
+  // The process's own handling of faults outside guarded calls is unchanged.
+  struct sigaction now;
+  sigaction(SIGSEGV, nullptr, &now);
+  EXPECT_TRUE(now.sa_flags & SA_SIGINFO);
+}
+
 TEST(HotModule, EntryMissingFromTheCurrentVersionIsRefused) {
   HotModule m;
   ASSERT_FALSE(m.reload(kernels().v[1], "v1").has_value());
