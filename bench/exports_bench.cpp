@@ -7,7 +7,7 @@
 #include "linker/linker.h"
 #include "linker/service.h"
 
-#include "bench/median_reporter.h"
+#include "bench/bench_support.h"
 
 #include <benchmark/benchmark.h>
 
@@ -36,19 +36,6 @@ std::string generate() {
       s += "int kernel_" + n + "_argv(void **args) { return kernel_" + n + "(*(int *)args[0], *(int *)args[1]); }\n";
   }
   return s;
-}
-
-std::vector<std::uint8_t> compile(const std::string &src, const char *triple) {
-  std::string out = "/dev/shm/hotlink-exports-bench-" + std::to_string(getpid()) + ".o";
-  std::string cmd = std::string(HOTLINK_BENCH_CLANG) + " --target=" + triple +
-                    (std::string(triple).find("linux") != std::string::npos ? " -fPIC" : "") +
-                    " -O0 -fno-stack-protector -x c -c " + src + " -o " + out;
-  if (std::system(cmd.c_str()) != 0)
-    return {};
-  std::ifstream f(out, std::ios::binary);
-  std::vector<std::uint8_t> b((std::istreambuf_iterator<char>(f)), {});
-  unlink(out.c_str());
-  return b;
 }
 
 void BM_ScanPolicyWriter_ELF(benchmark::State &state) {
@@ -92,11 +79,9 @@ int main(int argc, char **argv) {
   args.push_back(reps.data());
   int n = static_cast<int>(args.size());
   benchmark::Initialize(&n, args.data());
-  std::string src = "/dev/shm/hotlink-exports-bench-" + std::to_string(getpid()) + ".c";
-  std::ofstream(src) << generate();
-  g_elf = compile(src, "x86_64-linux-gnu");
-  g_coff = compile(src, "x86_64-pc-windows-msvc");
-  unlink(src.c_str());
+  std::string source = generate();
+  g_elf = compile_object(HOTLINK_BENCH_CLANG, source, "--target=x86_64-linux-gnu -O0 -fPIC -fno-stack-protector");
+  g_coff = compile_object(HOTLINK_BENCH_CLANG, source, "--target=x86_64-pc-windows-msvc -O0 -fno-stack-protector");
   if (g_elf.empty() || g_coff.empty()) {
     std::fprintf(stderr, "exports_bench: cannot compile the generated object\n");
     return 1;

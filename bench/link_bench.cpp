@@ -7,7 +7,7 @@
 #include "linker/linker.h"
 #include "linker/service.h"
 
-#include "bench/median_reporter.h"
+#include "bench/bench_support.h"
 
 #include <benchmark/benchmark.h>
 

@@ -3,7 +3,7 @@
 //   per call) vs calls through one Pin held for a batch, single-threaded.
 // - Reload: object bytes in memory -> in-process link -> verify + map +
 //   publish -> first call on the new version.
-#include "bench/median_reporter.h"
+#include "bench/bench_support.h"
 #include "linker/service.h"
 #include "loader/hot_module.h"
 
@@ -87,18 +87,12 @@ int main(int argc, char **argv) {
   args.push_back(reps.data());
   int n = static_cast<int>(args.size());
   benchmark::Initialize(&n, args.data());
-  std::string dir = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
-  std::string src = dir + "/hotlink-loader-bench-" + std::to_string(getpid()) + ".c";
-  std::string obj = src + ".o";
-  std::ofstream(src) << "int kernel(int x) { return x + 1; }\n"
-                        "int kernel_argv(void **a) { *(int *)a[1] = kernel(*(int *)a[0]); return 0; }\n";
-  std::string cmd = std::string(HOTLINK_BENCH_CLANG) + " -O2 -fPIC -c " + src + " -o " + obj;
-  if (std::system(cmd.c_str()) != 0)
+  g_object = compile_object(HOTLINK_BENCH_CLANG,
+                            "int kernel(int x) { return x + 1; }\n"
+                            "int kernel_argv(void **a) { *(int *)a[1] = kernel(*(int *)a[0]); return 0; }\n",
+                            "-O2 -fPIC");
+  if (g_object.empty())
     return 1;
-  std::ifstream in(obj, std::ios::binary);
-  g_object.assign(std::istreambuf_iterator<char>(in), {});
-  unlink(src.c_str());
-  unlink(obj.c_str());
   {
     hotlink::LinkService service;
     hotlink::LinkRequest req;

@@ -94,18 +94,7 @@ TEST(Cli, IsolatedLinkRunsInAWorker) {
   EXPECT_EQ(v->getAsObject()->getString("executed_by"), llvm::StringRef("worker"));
 }
 
-const char *kMetaKernel = R"(
-typedef unsigned char u8; typedef unsigned short u16; typedef int i32; typedef long long i64;
-struct halide_type_t { u8 code, bits; u16 lanes; };
-struct halide_filter_argument_t { const char *name; i32 kind, dimensions; struct halide_type_t type;
-                                  const void *def, *min, *max, *estimate; const i64 *buffer_estimates; };
-struct halide_filter_metadata_t { i32 version, num_arguments; const struct halide_filter_argument_t *arguments;
-                                  const char *target, *name; };
-static const struct halide_filter_argument_t args[] = {{"input", 1, 2, {1, 8, 1}, 0, 0, 0, 0, 0}};
-static const struct halide_filter_metadata_t meta = {1, 1, args, "host", "f"};
-const struct halide_filter_metadata_t *f_metadata(void) { return &meta; }
-int f(int x) { return x; }
-)";
+const std::string kMetaKernel = test::metadata_kernel(1);
 
 TEST(VerifyCli, AcceptsRefusesAndExplains) {
   std::string so = test::temp_dir() + "/k.so";
@@ -138,11 +127,11 @@ TEST(VerifyCli, LoadReadsTheMetadataAndChecksTheAbi) {
   auto *meta = v->getAsObject()->getArray("metadata");
   ASSERT_TRUE(meta && meta->size() == 1);
   auto *arg0 = (*meta)[0].getAsObject()->getArray("arguments");
-  ASSERT_TRUE(arg0 && arg0->size() == 1);
+  ASSERT_TRUE(arg0 && arg0->size() == 2);
   EXPECT_EQ((*arg0)[0].getAsObject()->getString("name"), llvm::StringRef("input"));
   EXPECT_EQ(v->getAsObject()->getString("sha256")->size(), 64u);
-  EXPECT_EQ(test::run({bin, "verify", so, "--load", "--abi", "input:1:2:1:8"}).code, 0);
-  test::Run bad = test::run({bin, "verify", so, "--load", "--abi", "input:1:3:1:8"});
+  EXPECT_EQ(test::run({bin, "verify", so, "--load", "--abi", "input:1:2:1:8,scale:0:0:2:32"}).code, 0);
+  test::Run bad = test::run({bin, "verify", so, "--load", "--abi", "input:1:3:1:8,scale:0:0:2:32"});
   EXPECT_EQ(bad.code, 1);
   EXPECT_NE(bad.err.find("abi-mismatch"), std::string::npos) << bad.err;
   EXPECT_EQ(test::run({bin, "verify", so, "--abi", "input:1:2:1:8"}).code, 2); // needs --load

@@ -21,26 +21,8 @@ using test::Bytes;
 
 const char *kHost = "x86_64-linux-gnu";
 
-// A kernel with Halide-style metadata. TAG is returned by tag_a/tag_b;
-// DIMS is argument 0's dimension count (for ABI mismatches).
 std::string kernel_source(int tag, int dims = 2, const char *extra = "") {
-  return "#define TAG " + std::to_string(tag) + "\n#define DIMS " + std::to_string(dims) + "\n" + R"(
-typedef unsigned char u8; typedef unsigned short u16; typedef int i32; typedef long long i64;
-struct halide_type_t { u8 code, bits; u16 lanes; };
-struct halide_filter_argument_t { const char *name; i32 kind, dimensions; struct halide_type_t type;
-                                  const void *def, *min, *max, *estimate; const i64 *buffer_estimates; };
-struct halide_filter_metadata_t { i32 version, num_arguments; const struct halide_filter_argument_t *arguments;
-                                  const char *target, *name; };
-static const struct halide_filter_argument_t args[] = {
-    {"input", 1, DIMS, {1, 8, 1}, 0, 0, 0, 0, 0}, {"scale", 0, 0, {2, 32, 1}, 0, 0, 0, 0, 0}};
-static const struct halide_filter_metadata_t meta = {1, 2, args, "host", "f"};
-const struct halide_filter_metadata_t *f_metadata(void) { return &meta; }
-static volatile int tag_data = TAG;
-int f(int x) { return x * 10 + tag_data; }
-int f_argv(void **a) { *(int *)a[1] = f(*(int *)a[0]); return 0; }
-int tag_a(void) { return tag_data; }
-int tag_b(void) { return tag_data; }
-)" + extra;
+  return test::metadata_kernel(tag, dims, extra);
 }
 
 Bytes kernel(int tag, int dims = 2, const char *extra = "") { return test::compile_so(kHost, kernel_source(tag, dims, extra)); }

@@ -51,4 +51,9 @@ std::string bin_dir();
 // A Halide-style kernel: f, f_argv, f_metadata and an internal helper.
 std::string halide_style_kernel();
 
+// A kernel whose f_metadata() reports two arguments, input (buffer, `dims`
+// dimensions, uint8) and scale (scalar float32), and whose tag_a()/tag_b()
+// return `tag`; f(x) = x * 10 + tag. `extra` is appended.
+std::string metadata_kernel(int tag, int dims = 2, const std::string &extra = "");
+
 } // namespace hotlink::test
