@@ -129,8 +129,10 @@ LinkResult LinkService::Impl::link(const LinkRequest &req) {
     std::lock_guard<std::mutex> lock(mu);
     if (!res.ok())
       ++stats.failed;
-    (res.executed_by == "worker" ? stats.in_worker : stats.in_process) +=
-        res.executed_by.empty() ? 0 : 1;
+    if (res.executed_by == "worker")
+      ++stats.in_worker;
+    else if (res.executed_by == "in-process")
+      ++stats.in_process;
     return std::move(res);
   };
 
