@@ -14,6 +14,22 @@
 #include <unistd.h>
 #include <vector>
 
+// benchmark::Initialize with `repetitions` repetitions unless the command
+// line asks for another number (medians need several).
+inline void initialize(int argc, char **argv, int repetitions) {
+  static std::vector<std::string> extra;
+  std::vector<char *> args(argv, argv + argc);
+  bool given = false;
+  for (int i = 1; i < argc; ++i)
+    given |= std::string(argv[i]).rfind("--benchmark_repetitions", 0) == 0;
+  if (!given) {
+    extra.push_back("--benchmark_repetitions=" + std::to_string(repetitions));
+    args.push_back(extra.back().data());
+  }
+  int n = static_cast<int>(args.size());
+  benchmark::Initialize(&n, args.data());
+}
+
 // Compiles C `source` with `clang_flags` (e.g. "--target=x86_64-linux-gnu
 // -O2 -fPIC"); empty on failure. Scratch files live on /dev/shm when it is
 // writable.

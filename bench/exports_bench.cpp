@@ -74,11 +74,7 @@ BENCHMARK(BM_LinkInProcess_ELF)->Unit(benchmark::kMillisecond)->UseRealTime();
 } // namespace
 
 int main(int argc, char **argv) {
-  std::vector<char *> args(argv, argv + argc);
-  static std::string reps = "--benchmark_repetitions=5";
-  args.push_back(reps.data());
-  int n = static_cast<int>(args.size());
-  benchmark::Initialize(&n, args.data());
+  initialize(argc, argv, 5);
   std::string source = generate();
   g_elf = compile_object(HOTLINK_BENCH_CLANG, source, "--target=x86_64-linux-gnu -O0 -fPIC -fno-stack-protector");
   g_coff = compile_object(HOTLINK_BENCH_CLANG, source, "--target=x86_64-pc-windows-msvc -O0 -fno-stack-protector");

@@ -109,20 +109,13 @@ BENCHMARK(BM_CcShared)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTi
 int main(int argc, char **argv) {
   std::string disk = ".";
   std::vector<char *> rest = {argv[0]};
-  bool has_reps = false;
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--disk-dir" && i + 1 < argc)
       disk = argv[++i];
-    else {
-      has_reps |= std::string(argv[i]).rfind("--benchmark_repetitions", 0) == 0;
+    else
       rest.push_back(argv[i]);
-    }
   }
-  static std::string reps = "--benchmark_repetitions=7";
-  if (!has_reps)
-    rest.push_back(reps.data());
-  int n = static_cast<int>(rest.size());
-  benchmark::Initialize(&n, rest.data());
+  initialize(static_cast<int>(rest.size()), rest.data(), 7);
 
   char shm[] = "/dev/shm/hotlink-bench-XXXXXX";
   std::string disk_templ = disk + "/hotlink-bench-XXXXXX";
@@ -163,8 +156,8 @@ int main(int argc, char **argv) {
     std::printf("%-10s %11.3f ms %11.3f ms %11.3f ms %11.3f ms %11.1fx %11.1fx\n", kDirNames[d], ip, wk,
                 ld, cc, ip > 0 ? ld / ip : 0, ip > 0 ? cc / ip : 0);
   }
-  std::printf("(medians of %s repetitions; ratio = median time of the process / median time in-process)\n",
-              has_reps ? "the requested" : "7");
+  std::printf("(medians of the repetitions, 7 unless --benchmark_repetitions says otherwise; "
+              "ratio = median time of the process / median time in-process)\n");
   std::string cleanup = "rm -rf '" + g_dirs[0] + "' '" + g_dirs[1] + "'";
   return std::system(cleanup.c_str()) == 0 ? 0 : 1;
 }

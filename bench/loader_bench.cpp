@@ -19,8 +19,6 @@ namespace {
 std::vector<std::uint8_t> g_object;
 std::vector<std::uint8_t> g_so;
 
-__attribute__((noinline)) int raw_target(int x) { return x + 1; }
-
 void BM_RawPointerCall(benchmark::State &state) {
   auto lib = hotlink::loader::load_private(g_so, "k.so");
   auto fn = reinterpret_cast<int (*)(int)>(lib.value()->symbol("kernel"));
@@ -82,11 +80,7 @@ BENCHMARK(BM_ObjectBytesToServing)->Unit(benchmark::kMillisecond)->UseRealTime()
 } // namespace
 
 int main(int argc, char **argv) {
-  std::vector<char *> args(argv, argv + argc);
-  static std::string reps = "--benchmark_repetitions=5";
-  args.push_back(reps.data());
-  int n = static_cast<int>(args.size());
-  benchmark::Initialize(&n, args.data());
+  initialize(argc, argv, 5);
   g_object = compile_object(HOTLINK_BENCH_CLANG,
                             "int kernel(int x) { return x + 1; }\n"
                             "int kernel_argv(void **a) { *(int *)a[1] = kernel(*(int *)a[0]); return 0; }\n",
