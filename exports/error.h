@@ -35,6 +35,8 @@ enum class ErrorCode {
   AbiMismatch,       // loader: f_metadata() differs from what the host expects
   LoadFailed,        // loader: the dynamic loader refused the image
   InitFailed,        // loader: the on_load hook refused the new version
+  CacheUnsafe,       // cache: the directory is not private to this user
+  CacheError,        // cache: the directory or an entry cannot be used
   Internal,          // a bug in hotlink; please report
 };
 

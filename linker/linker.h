@@ -70,9 +70,16 @@ struct LinkRequest {
   Execution execution = Execution::Auto;
   bool support_objects = true;        // generate _fltused/__chkstk for COFF
   std::chrono::milliseconds timeout{60000}; // for a worker link
+  bool use_cache = true; // when the service has a cache (service.h)
 };
 
 enum class Severity { Note, Warning, Error };
+
+// Whether the service's cache answered: Off (no cache, or use_cache false),
+// Hit (the artifact came from the cache; lld did not run), Miss (linked,
+// then stored).
+enum class CacheUse { Off, Hit, Miss };
+const char *to_string(CacheUse use); // "off", "hit", "miss"
 
 struct Diagnostic {
   Severity severity = Severity::Error;
@@ -85,6 +92,7 @@ struct Timings {
   double validate_ms = 0; // reading and checking inputs
   double prepare_ms = 0;  // support objects, export lists, temporary files
   double link_ms = 0;     // lld itself
+  double cache_ms = 0;    // cache lookup, and store after a miss
   double publish_ms = 0;  // moving the artifact to its place
   double total_ms = 0;
 };
@@ -101,7 +109,12 @@ struct LinkResult {
                                        // without an implib_output path
   std::vector<std::string> support_objects; // symbols hotlink provided
   std::vector<Diagnostic> diagnostics; // everything lld said
-  std::string executed_by;             // "in-process" or "worker"
+  std::string executed_by;             // "in-process", "worker" or "cache"
+  CacheUse cache = CacheUse::Off;
+  std::string cache_key;               // 64 hex digits, when cached
+  std::string artifact_blake3;         // the manifest's hash, when cached:
+                                       // give it to the loader
+                                       // (VerifyOptions::blake3)
   Timings timings;
 
   bool ok() const { return !error.has_value(); }

@@ -18,6 +18,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+// lld/Common/Version.h includes a Version.inc that Debian's liblld-22-dev
+// does not ship; the function itself is in liblldCommon.
+namespace lld {
+std::string getLLDVersion();
+}
+
 namespace hotlink::detail {
 
 using exports::Format;
@@ -52,7 +58,7 @@ bool is_dir(const std::string &p) { return llvm::sys::fs::is_directory(p); }
 
 } // namespace
 
-Expected<Plan> plan_link(const LinkRequest &req, Timings &timings) {
+Expected<Plan> plan_link(const LinkRequest &req, Timings &timings, bool digest_inputs) {
   auto t0 = std::chrono::steady_clock::now();
   Plan plan;
   auto target = resolve_target(req.target);
@@ -101,6 +107,9 @@ Expected<Plan> plan_link(const LinkRequest &req, Timings &timings) {
     auto info = exports::read_object(data, size, l.display);
     if (!info)
       return info.take_error();
+    if (digest_inputs)
+      plan.input_digests.push_back(
+          cache::KeyBuilder("input").add("bytes", data, size).finish().hex());
     l.info = std::move(info.value());
     loaded.push_back(std::move(l));
   }
@@ -574,6 +583,80 @@ std::optional<Error> OutputReservation::publish(const std::vector<std::uint8_t> 
     return fail("cannot rename");
   temp_.clear();
   return std::nullopt;
+}
+
+// ---------------------------------------------------------------------------
+// The cache key.
+
+namespace {
+
+// The file lld would pick for `-l name` (first match in the search paths),
+// so that a changed library changes the key; empty when not found (the name
+// and paths alone are hashed then).
+std::string find_library(const LinkRequest &req, const TargetInfo &tgt, const std::string &lib) {
+  if (lib.find('/') != std::string::npos)
+    return lib;
+  std::vector<std::string> names;
+  switch (tgt.format) {
+  case Format::ELF: names = {"lib" + lib + ".so", "lib" + lib + ".a"}; break;
+  case Format::COFF: names = {lib, lib + ".lib", "lib" + lib + ".a"}; break;
+  case Format::MachO: names = {"lib" + lib + ".tbd", "lib" + lib + ".dylib", "lib" + lib + ".a"}; break;
+  case Format::Wasm: names = {"lib" + lib + ".a"}; break;
+  case Format::Unknown: break;
+  }
+  std::vector<std::string> dirs = req.library_paths;
+  if (!req.sysroot.empty()) {
+    dirs.push_back(req.sysroot + "/lib");
+    dirs.push_back(req.sysroot);
+  }
+  for (const std::string &d : dirs)
+    for (const std::string &n : names) {
+      std::string p = d + "/" + n;
+      if (llvm::sys::fs::is_regular_file(p))
+        return p;
+    }
+  return {};
+}
+
+} // namespace
+
+std::string lld_version() { return lld::getLLDVersion(); }
+
+cache::Key link_key(const LinkRequest &req, const Plan &plan) {
+  const TargetInfo &tgt = plan.target;
+  cache::KeyBuilder k("hotlink link");
+  k.add("cache-format", std::uint64_t(1));
+  k.add("hotlink", HOTLINK_VERSION_STRING);
+  k.add("lld", lld::getLLDVersion());
+  k.add("target", tgt.triple);
+  k.add("flavor", tgt.flavor);
+  k.add("output-name", plan.job.output_name);
+  k.add("undefined", static_cast<std::uint64_t>(req.undefined));
+  k.add("implib", std::uint64_t(!plan.job.implib_name.empty()));
+  k.add("sysroot", req.sysroot);
+  for (const std::string &p : req.library_paths)
+    k.add("library-path", p);
+  for (const std::string &lib : req.libraries) {
+    k.add("library", lib);
+    std::string found = find_library(req, tgt, lib);
+    if (found.empty())
+      continue;
+    auto buf = llvm::MemoryBuffer::getFile(found, /*IsText=*/false,
+                                           /*RequiresNullTerminator=*/false);
+    if (buf)
+      k.add_digest("library-bytes", (*buf)->getBufferStart(), (*buf)->getBufferSize());
+  }
+  for (const exports::Export &e : plan.exports)
+    k.add("export", e.name + "\n" + e.symbol + "\n" + (e.data ? "data" : "code"));
+  k.add("export-file", plan.export_file);
+  for (const std::string &s : plan.support_objects)
+    k.add("support-object", s);
+  k.add("inputs", static_cast<std::uint64_t>(plan.input_digests.size()));
+  for (const std::string &d : plan.input_digests)
+    k.add("input", d);
+  for (const std::string &f : req.extra_flags)
+    k.add("flag", f);
+  return k.finish();
 }
 
 } // namespace hotlink::detail

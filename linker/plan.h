@@ -7,6 +7,7 @@
 #include "linker/job.h"
 #include "linker/linker.h"
 #include "linker/target.h"
+#include "cache/cache.h"
 
 #include <string>
 #include <vector>
@@ -21,9 +22,25 @@ struct Plan {
   std::vector<std::string> warnings;        // e.g. .def merge conflicts
   std::vector<std::string> support_objects; // symbols hotlink provides
   bool needs_worker = false; // e.g. -mllvm: a bad value exits the process
+  std::vector<std::string> input_digests;   // BLAKE3 of each input (caching)
 };
 
-Expected<Plan> plan_link(const LinkRequest &request, Timings &timings);
+// With `digest_inputs`, also hashes every input's bytes (for the cache key).
+Expected<Plan> plan_link(const LinkRequest &request, Timings &timings,
+                         bool digest_inputs = false);
+
+// The cache key of a planned link: a canonical encoding of everything that
+// reaches lld and can change its output (input bytes in order, the target,
+// the output's file name, the resolved export list and export file, the
+// undefined-symbol mode, libraries with their contents when found, search
+// paths, sysroot, support objects, extra flags in order, whether an import
+// library is made, and the versions of hotlink, lld and the cache format).
+// Not in it: input names and paths, timestamps, lld's thread count (lld's
+// output does not depend on it), where the link runs, and the timeout.
+cache::Key link_key(const LinkRequest &request, const Plan &plan);
+
+// lld's version line, e.g. "LLD 22.1.0 ...".
+std::string lld_version();
 
 // Splits lld's captured output into diagnostics and maps the file names lld
 // printed back to the caller's input names.

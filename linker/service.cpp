@@ -69,7 +69,10 @@ struct LinkService::Impl {
     std::unique_ptr<Worker> worker;
   };
 
+  std::shared_ptr<cache::Cache> cache;
+
   Expected<Slot> acquire(Execution mode, bool needs_worker);
+  std::optional<Error> run(const LinkRequest &req, const Plan &plan, LinkResult &res);
   void release(Slot slot);
   LinkResult link(const LinkRequest &req);
   void dispatch_loop();
@@ -120,6 +123,51 @@ void LinkService::Impl::release(Slot slot) {
   cv.notify_all();
 }
 
+// Runs the planned link (in-process or in a worker); fills res.artifact,
+// res.implib and lld's diagnostics.
+std::optional<Error> LinkService::Impl::run(const LinkRequest &req, const Plan &plan,
+                                            LinkResult &res) {
+  JobOutput out;
+  for (int attempt = 0;; ++attempt) {
+    auto slot = acquire(req.execution, plan.needs_worker);
+    if (!slot)
+      return slot.take_error();
+    if (slot->in_process) {
+      res.executed_by = "in-process";
+      out = run_in_process(plan.job);
+      release(std::move(slot.value()));
+      if (out.not_run && attempt == 0)
+        continue; // lld became unusable meanwhile: a worker takes it
+    } else {
+      res.executed_by = "worker";
+      auto r = slot->worker->run(plan.job, req.timeout);
+      bool lost = !slot->worker->alive() && !r;
+      release(std::move(slot.value()));
+      if (lost) {
+        std::lock_guard<std::mutex> lock(mu);
+        ++stats.workers_lost;
+      }
+      if (!r)
+        return r.take_error();
+      out = std::move(r.value());
+    }
+    break;
+  }
+  res.timings.link_ms = out.link_ms;
+  for (Diagnostic &d : parse_diagnostics(plan.job, out.err_text + out.out_text))
+    res.diagnostics.push_back(std::move(d));
+  if (!out.setup_error.empty())
+    return make_error(ErrorCode::OutputError, out.setup_error, {}, {},
+                      "check free space in the scratch directory "
+                      "(/dev/shm, or set HOTLINK_TMPDIR)");
+  if (out.ret_code != 0)
+    return link_error(res.diagnostics,
+                      "lld failed (exit code " + std::to_string(out.ret_code) + ")");
+  res.artifact = std::move(out.artifact);
+  res.implib = std::move(out.implib);
+  return std::nullopt;
+}
+
 LinkResult LinkService::Impl::link(const LinkRequest &req) {
   auto t0 = std::chrono::steady_clock::now();
   LinkResult res;
@@ -133,10 +181,15 @@ LinkResult LinkService::Impl::link(const LinkRequest &req) {
       ++stats.in_worker;
     else if (res.executed_by == "in-process")
       ++stats.in_process;
+    if (res.cache == CacheUse::Hit)
+      ++stats.cache_hits;
+    else if (res.cache == CacheUse::Miss)
+      ++stats.cache_misses;
     return std::move(res);
   };
 
-  auto plan = plan_link(req, res.timings);
+  bool caching = cache && req.use_cache;
+  auto plan = plan_link(req, res.timings, /*digest_inputs=*/caching);
   if (!plan)
     return finish(plan.take_error());
   res.target = plan->target.triple;
@@ -161,43 +214,45 @@ LinkResult LinkService::Impl::link(const LinkRequest &req) {
     slot->emplace(std::move(r.value()));
   }
 
-  JobOutput out;
-  for (int attempt = 0;; ++attempt) {
-    auto slot = acquire(req.execution, plan->needs_worker);
-    if (!slot)
-      return finish(slot.take_error());
-    if (slot->in_process) {
-      res.executed_by = "in-process";
-      out = run_in_process(plan->job);
-      release(std::move(slot.value()));
-      if (out.not_run && attempt == 0)
-        continue; // lld became unusable meanwhile: a worker takes it
-    } else {
-      res.executed_by = "worker";
-      auto r = slot->worker->run(plan->job, req.timeout);
-      bool lost = !slot->worker->alive() && !r;
-      release(std::move(slot.value()));
-      if (lost) {
-        std::lock_guard<std::mutex> lock(mu);
-        ++stats.workers_lost;
-      }
-      if (!r)
-        return finish(r.take_error());
-      out = std::move(r.value());
-    }
-    break;
+  if (!caching) {
+    if (auto err = run(req, *plan, res))
+      return finish(std::move(err));
+  } else {
+    auto tc = std::chrono::steady_clock::now();
+    double link_total = 0;
+    cache::Key key = link_key(req, *plan);
+    res.cache_key = key.hex();
+    auto fetched = cache->get_or_build(key, [&]() -> Expected<cache::Artifact> {
+      auto tl = std::chrono::steady_clock::now();
+      auto err = run(req, *plan, res);
+      link_total = ms_since(tl);
+      if (err)
+        return std::move(*err);
+      cache::Artifact a;
+      a.bytes = std::move(res.artifact);
+      a.implib = std::move(res.implib);
+      a.name = plan->job.output_name;
+      a.target = plan->target.triple;
+      a.exports = res.exports;
+      if (plan->target.format == exports::Format::COFF)
+        a.def = plan->export_file;
+      a.linker_version = lld_version();
+      return a;
+    });
+    res.timings.cache_ms = ms_since(tc) - link_total;
+    if (!fetched)
+      return finish(fetched.take_error());
+    cache::Entry &e = fetched->entry;
+    res.cache = fetched->hit ? CacheUse::Hit : CacheUse::Miss;
+    if (fetched->hit)
+      res.executed_by = "cache";
+    for (std::string &w : fetched->warnings)
+      res.diagnostics.push_back(Diagnostic{Severity::Warning, std::move(w), {}, {}});
+    res.artifact = std::move(e.artifact.bytes);
+    res.implib = std::move(e.artifact.implib);
+    res.artifact_blake3 = e.manifest.blake3;
   }
-  res.timings.link_ms = out.link_ms;
-  for (Diagnostic &d : parse_diagnostics(plan->job, out.err_text + out.out_text))
-    res.diagnostics.push_back(std::move(d));
-  if (!out.setup_error.empty())
-    return finish(make_error(ErrorCode::OutputError, out.setup_error, {}, {},
-                             "check free space in the scratch directory "
-                             "(/dev/shm, or set HOTLINK_TMPDIR)"));
-  if (out.ret_code != 0)
-    return finish(link_error(res.diagnostics,
-                             "lld failed (exit code " +
-                                 std::to_string(out.ret_code) + ")"));
+
   auto t1 = std::chrono::steady_clock::now();
   // The companions first, the artifact last: whoever sees the artifact can
   // rely on its .def and import library being there.
@@ -208,18 +263,16 @@ LinkResult LinkService::Impl::link(const LinkRequest &req) {
     res.def_path = req.def_output;
   }
   if (implib_output) {
-    if (auto err = implib_output->publish(out.implib))
+    if (auto err = implib_output->publish(res.implib))
       return finish(std::move(err));
     res.implib_path = req.implib_output;
-  } else {
-    res.implib = std::move(out.implib);
+    res.implib.clear();
   }
   if (output) {
-    if (auto err = output->publish(out.artifact))
+    if (auto err = output->publish(res.artifact))
       return finish(std::move(err));
     res.artifact_path = req.output_path;
-  } else {
-    res.artifact = std::move(out.artifact);
+    res.artifact.clear();
   }
   res.timings.publish_ms = ms_since(t1);
   return finish(std::nullopt);
@@ -242,6 +295,7 @@ void LinkService::Impl::dispatch_loop() {
 
 LinkService::LinkService(ServiceConfig config) : impl_(std::make_unique<Impl>()) {
   impl_->worker_exe = find_worker(config.worker_path);
+  impl_->cache = std::move(config.cache);
   impl_->max_workers = config.workers
                            ? config.workers
                            : std::max(1u, std::thread::hardware_concurrency());
@@ -275,6 +329,23 @@ std::future<LinkResult> LinkService::submit(LinkRequest request) {
   }
   impl_->qcv.notify_one();
   return f;
+}
+
+Expected<cache::Key> LinkService::cache_key(const LinkRequest &request) {
+  Timings unused;
+  auto plan = plan_link(request, unused, /*digest_inputs=*/true);
+  if (!plan)
+    return plan.take_error();
+  return link_key(request, plan.value());
+}
+
+const char *to_string(CacheUse use) {
+  switch (use) {
+  case CacheUse::Off: return "off";
+  case CacheUse::Hit: return "hit";
+  case CacheUse::Miss: return "miss";
+  }
+  return "off";
 }
 
 ServiceStats LinkService::stats() const {

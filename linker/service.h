@@ -12,6 +12,7 @@
 //   worker.
 #pragma once
 
+#include "cache/cache.h"
 #include "linker/linker.h"
 
 #include <future>
@@ -25,6 +26,10 @@ namespace hotlink {
 struct ServiceConfig {
   unsigned workers = 0;     // worker pool size; 0 = the number of cores
   std::string worker_path;  // hotlink-ld; empty = found automatically
+  // A cache (cache/cache.h) shared with any number of services and
+  // processes: a request whose key it holds is answered without lld; a miss
+  // is linked once across processes and stored. Null = no cache.
+  std::shared_ptr<cache::Cache> cache;
 };
 
 struct ServiceStats {
@@ -33,6 +38,7 @@ struct ServiceStats {
   std::uint64_t failed = 0;     // links that returned an error
   std::uint64_t workers_started = 0;
   std::uint64_t workers_lost = 0; // crashed or killed after a timeout
+  std::uint64_t cache_hits = 0, cache_misses = 0; // this service's requests
 };
 
 // lld resets every LLVM command-line option of the process to its default
@@ -55,6 +61,10 @@ public:
 
   LinkResult link(const LinkRequest &request);
   std::future<LinkResult> submit(LinkRequest request);
+
+  // The key under which the service's cache would hold this request's
+  // artifact (plans the link: an invalid request returns its error).
+  Expected<cache::Key> cache_key(const LinkRequest &request);
 
   ServiceStats stats() const;
 

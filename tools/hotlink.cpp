@@ -7,6 +7,7 @@
 #include "exports/policy.h"
 #include "exports/symbols.h"
 #include "exports/writers.h"
+#include "cache/cache.h"
 #include "linker/linker.h"
 #include "linker/service.h"
 #include "loader/loader.h"
@@ -39,6 +40,7 @@ commands:
   link      link objects into a .so / .dll / .dylib / wasm module
   exports   show what a link would export, or write the export file
   verify    check an artifact before it is loaded (and, with --load, load it)
+  cache     show, check, prune or clear a cache directory (stats|verify|prune|clear)
   targets   list the supported targets
 
 Run `hotlink <command> --help` for a command's options.
@@ -69,7 +71,11 @@ options:
   --isolated           link in a worker process (hotlink-ld)
   --threads N          lld threads (default 1)
   --timeout-ms N       worker timeout (default 60000)
-  --json               print the result as JSON on stdout
+  --cache DIR          use (or create, 0700) the cache in DIR: a hit copies the
+                       stored artifact to OUT without running lld
+  --cache-max-bytes N  the cache's size limit (default 1G; K, M, G suffixes)
+  --json               print the result as JSON on stdout ("cache": "hit",
+                       "miss" or "off")
   -h, --help           this help
 
 Policies: entry-points exports every function f that has an f_argv or
@@ -114,7 +120,7 @@ int exit_code_for(hotlink::ErrorCode c) {
   case ErrorCode::InvalidInput: case ErrorCode::FormatMismatch:
   case ErrorCode::ArchMismatch: case ErrorCode::MixedFormats:
   case ErrorCode::BadSymbolName: case ErrorCode::MissingExport:
-  case ErrorCode::OutputError:
+  case ErrorCode::OutputError: case ErrorCode::CacheUnsafe:
     return kUsage;
   default:
     return kFailed;
@@ -160,10 +166,13 @@ void print_json(const hotlink::LinkResult &r) {
       {"def", r.def_path},
       {"implib", r.implib_path},
       {"executed_by", r.executed_by},
+      {"cache", hotlink::to_string(r.cache)},
+      {"cache_key", r.cache_key},
       {"diagnostics", std::move(diags)},
       {"timings_ms", llvm::json::Object{{"validate", r.timings.validate_ms},
                                         {"prepare", r.timings.prepare_ms},
                                         {"link", r.timings.link_ms},
+                                        {"cache", r.timings.cache_ms},
                                         {"publish", r.timings.publish_ms},
                                         {"total", r.timings.total_ms}}},
   };
@@ -207,9 +216,42 @@ bool parse_unsigned(const std::string &s, unsigned long &out) {
   return true;
 }
 
+// "1048576", "64K", "512M", "2G".
+bool parse_size(const std::string &s, std::uint64_t &out) {
+  if (s.empty())
+    return false;
+  std::uint64_t mult = 1;
+  std::string digits = s;
+  switch (s.back()) {
+  case 'K': case 'k': mult = 1ull << 10; digits.pop_back(); break;
+  case 'M': case 'm': mult = 1ull << 20; digits.pop_back(); break;
+  case 'G': case 'g': mult = 1ull << 30; digits.pop_back(); break;
+  default: break;
+  }
+  if (digits.empty() || digits.size() > 12)
+    return false;
+  for (char c : digits)
+    if (c < '0' || c > '9')
+      return false;
+  out = std::stoull(digits) * mult;
+  return true;
+}
+
+int cache_error(const hotlink::Error &e, bool json) {
+  if (json)
+    llvm::outs() << llvm::formatv("{0:2}", llvm::json::Value(llvm::json::Object{
+                                              {"ok", false}, {"error", error_json(e)}}))
+                 << "\n";
+  else
+    std::fprintf(stderr, "hotlink: %s\n", e.to_string().c_str());
+  return exit_code_for(e.code);
+}
+
 int cmd_link(int argc, char **argv) {
   hotlink::LinkRequest req;
   bool json = false;
+  std::string cache_dir;
+  hotlink::cache::Limits limits;
   for (int i = 0; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&](std::string &out) {
@@ -237,7 +279,8 @@ int cmd_link(int argc, char **argv) {
       req.support_objects = false;
     } else if (a == "--target" || a == "-o" || a == "-L" || a == "-l" ||
                a == "--sysroot" || a == "--flag" || a == "--threads" ||
-               a == "--timeout-ms" || a == "--def" || a == "--implib" || a == "--def-in") {
+               a == "--timeout-ms" || a == "--def" || a == "--implib" || a == "--def-in" ||
+               a == "--cache" || a == "--cache-max-bytes") {
       if (!value(v))
         return usage_error("option " + a + " needs a value", "link");
       unsigned long n = 0;
@@ -250,7 +293,12 @@ int cmd_link(int argc, char **argv) {
       else if (a == "-l") req.libraries.push_back(v);
       else if (a == "--sysroot") req.sysroot = v;
       else if (a == "--flag") req.extra_flags.push_back(v);
-      else if (a == "--threads") {
+      else if (a == "--cache") cache_dir = v;
+      else if (a == "--cache-max-bytes") {
+        if (!parse_size(v, limits.max_bytes) || limits.max_bytes == 0)
+          return usage_error("--cache-max-bytes takes a size such as 512M, not '" + v + "'",
+                             "link");
+      } else if (a == "--threads") {
         if (!parse_unsigned(v, n) || n == 0 || n > 1024)
           return usage_error("--threads takes a number from 1 to 1024, not '" + v + "'", "link");
         req.threads = static_cast<unsigned>(n);
@@ -273,7 +321,14 @@ int cmd_link(int argc, char **argv) {
   if (req.inputs.empty())
     return usage_error("no input files", "link");
 
-  hotlink::LinkService service;
+  hotlink::ServiceConfig config;
+  if (!cache_dir.empty()) {
+    auto c = hotlink::cache::Cache::open({cache_dir, limits});
+    if (!c)
+      return cache_error(c.error(), json);
+    config.cache = std::move(c.value());
+  }
+  hotlink::LinkService service(config);
   hotlink::LinkResult r = service.link(req);
   if (json) {
     print_json(r);
@@ -282,8 +337,11 @@ int cmd_link(int argc, char **argv) {
       if (d.severity != hotlink::Severity::Note || !r.ok())
         std::fprintf(stderr, "%s: %s\n", severity_name(d.severity), d.message.c_str());
     if (r.ok())
-      std::printf("linked %s for %s (%s, %.2f ms)\n", r.artifact_path.c_str(),
-                  r.target.c_str(), r.executed_by.c_str(), r.timings.total_ms);
+      std::printf("linked %s for %s (%s%s, %.2f ms)\n", r.artifact_path.c_str(),
+                  r.target.c_str(),
+                  r.cache == hotlink::CacheUse::Hit ? "cache hit" : r.executed_by.c_str(),
+                  r.cache == hotlink::CacheUse::Miss ? ", cache miss: stored" : "",
+                  r.timings.total_ms);
     else
       std::fprintf(stderr, "hotlink: %s\n", r.error->to_string().c_str());
   }
@@ -576,6 +634,147 @@ int cmd_verify(int argc, char **argv) {
   return refusal->code == hotlink::ErrorCode::InputNotFound ? kUsage : kFailed;
 }
 
+const char *kCacheHelp = R"(usage: hotlink cache stats|verify|prune|clear --dir DIR [options]
+
+  stats    counters (hits, misses, corrupt entries, evictions, stores) kept by
+           every process using DIR, and its size now
+  verify   read every entry fully and check it against its manifest; corrupt
+           entries are removed (exit 1 if any was found)
+  prune    enforce the limits below (least recently used first) and remove
+           temporaries and partial entries left by killed processes
+  clear    remove every entry
+
+options:
+  --dir DIR          the cache directory (required)
+  --max-bytes N      prune: size limit (default 1G; K, M, G suffixes)
+  --max-entries N    prune: entry limit (default: none)
+  --max-age SECONDS  prune: remove entries unused for longer (default: none)
+  --json             print the result as JSON on stdout
+  -h, --help         this help
+
+exit codes: 0 done, 1 corrupt entries found (verify) or an entry stayed in
+use (clear), 2 bad usage or a directory that is not a safe cache.
+)";
+
+int cmd_cache(int argc, char **argv) {
+  if (argc < 1)
+    return usage_error("name an action: stats, verify, prune or clear", "cache");
+  std::string action = argv[0];
+  if (action == "-h" || action == "--help")
+    return std::fputs(kCacheHelp, stdout), kOk;
+  if (action != "stats" && action != "verify" && action != "prune" && action != "clear")
+    return usage_error("unknown cache action '" + action + "' (stats, verify, prune, clear)",
+                       "cache");
+  hotlink::cache::Config config;
+  bool json = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "-h" || a == "--help")
+      return std::fputs(kCacheHelp, stdout), kOk;
+    if (a == "--json") {
+      json = true;
+      continue;
+    }
+    if (a != "--dir" && a != "--max-bytes" && a != "--max-entries" && a != "--max-age")
+      return usage_error("unknown option '" + a + "'", "cache");
+    if (i + 1 >= argc)
+      return usage_error("option " + a + " needs a value", "cache");
+    std::string v = argv[++i];
+    unsigned long n = 0;
+    if (a == "--dir") {
+      config.dir = v;
+    } else if (a == "--max-bytes") {
+      if (!parse_size(v, config.limits.max_bytes) || config.limits.max_bytes == 0)
+        return usage_error("--max-bytes takes a size such as 512M, not '" + v + "'", "cache");
+    } else if (!parse_unsigned(v, n)) {
+      return usage_error(a + " takes a number, not '" + v + "'", "cache");
+    } else if (a == "--max-entries") {
+      config.limits.max_entries = n;
+    } else {
+      config.limits.max_age = std::chrono::seconds(n);
+    }
+  }
+  if (config.dir.empty())
+    return usage_error("missing --dir DIR", "cache");
+  auto opened = hotlink::cache::Cache::open(config);
+  if (!opened)
+    return cache_error(opened.error(), json);
+  hotlink::cache::Cache &cache = *opened.value();
+  llvm::json::Object out{{"dir", cache.config().dir}, {"ok", true}};
+  int rc = kOk;
+  std::string text;
+  if (action == "stats") {
+    hotlink::cache::Stats st = cache.stats();
+    std::uint64_t lookups = st.hits + st.misses;
+    out["hits"] = static_cast<std::int64_t>(st.hits);
+    out["misses"] = static_cast<std::int64_t>(st.misses);
+    out["corrupt"] = static_cast<std::int64_t>(st.corrupt);
+    out["evictions"] = static_cast<std::int64_t>(st.evictions);
+    out["stores"] = static_cast<std::int64_t>(st.stores);
+    out["store_errors"] = static_cast<std::int64_t>(st.store_errors);
+    out["lock_timeouts"] = static_cast<std::int64_t>(st.lock_timeouts);
+    out["saved_ms"] = st.saved_ms;
+    out["bytes"] = static_cast<std::int64_t>(st.bytes);
+    out["entries"] = static_cast<std::int64_t>(st.entries);
+    text = llvm::formatv("cache {0}\n  entries       {1}\n  bytes         {2}\n"
+                         "  hits          {3}\n  misses        {4}\n  hit rate      {5}\n"
+                         "  stores        {6} ({7} failed)\n  corrupt       {8} (removed)\n"
+                         "  evictions     {9}\n  lock timeouts {10}\n  time saved    {11:f1} ms\n",
+                         cache.config().dir, st.entries, st.bytes, st.hits, st.misses,
+                         lookups ? llvm::formatv("{0:f1}%", 100.0 * st.hits / lookups).str()
+                                 : std::string("-"),
+                         st.stores, st.store_errors, st.corrupt, st.evictions, st.lock_timeouts, st.saved_ms)
+               .str();
+  } else if (action == "verify") {
+    hotlink::cache::VerifyReport r = cache.verify();
+    llvm::json::Array bad;
+    text = llvm::formatv("checked {0} entries: {1} ok, {2} corrupt (removed)\n", r.checked, r.ok,
+                         r.corrupt.size())
+               .str();
+    for (const auto &[key, why] : r.corrupt) {
+      bad.push_back(llvm::json::Object{{"key", key}, {"reason", why}});
+      text += "  " + key + ": " + why + "\n";
+    }
+    out["checked"] = static_cast<std::int64_t>(r.checked);
+    out["valid"] = static_cast<std::int64_t>(r.ok);
+    out["corrupt"] = std::move(bad);
+    if (!r.corrupt.empty()) {
+      rc = kFailed;
+      out["ok"] = false;
+    }
+  } else if (action == "prune") {
+    hotlink::cache::PruneReport r = cache.prune();
+    out["evicted"] = static_cast<std::int64_t>(r.evicted);
+    out["evicted_bytes"] = static_cast<std::int64_t>(r.evicted_bytes);
+    out["skipped_in_use"] = static_cast<std::int64_t>(r.skipped_in_use);
+    out["temporaries_removed"] = static_cast<std::int64_t>(r.temporaries_removed);
+    out["orphans_removed"] = static_cast<std::int64_t>(r.orphans_removed);
+    out["bytes"] = static_cast<std::int64_t>(r.bytes);
+    out["entries"] = static_cast<std::int64_t>(r.entries);
+    text = llvm::formatv("evicted {0} entries ({1} bytes), {2} in use kept; removed {3} "
+                         "temporaries and {4} partial files; {5} entries, {6} bytes remain\n",
+                         r.evicted, r.evicted_bytes, r.skipped_in_use, r.temporaries_removed,
+                         r.orphans_removed, r.entries, r.bytes)
+               .str();
+  } else {
+    if (auto err = cache.clear()) {
+      out["ok"] = false;
+      out["error"] = error_json(*err);
+      rc = kFailed;
+      text = "hotlink: " + err->to_string() + "\n";
+    } else {
+      text = "cleared " + cache.config().dir + "\n";
+    }
+  }
+  if (json) {
+    llvm::outs() << llvm::formatv("{0:2}", llvm::json::Value(std::move(out))) << "\n";
+    llvm::outs().flush();
+  } else {
+    std::fputs(text.c_str(), rc == kOk ? stdout : stderr);
+  }
+  return rc;
+}
+
 int cmd_targets(int argc, char **argv) {
   for (const std::string &t : hotlink::supported_targets())
     std::printf("%s\n", t.c_str());
@@ -597,6 +796,8 @@ int main(int argc, char **argv) {
     return cmd_exports(argc - 2, argv + 2);
   if (cmd == "verify")
     return cmd_verify(argc - 2, argv + 2);
+  if (cmd == "cache")
+    return cmd_cache(argc - 2, argv + 2);
   if (cmd == "targets")
     return cmd_targets(argc - 2, argv + 2);
   std::fprintf(stderr, "hotlink: unknown command '%s'\n\n%s", cmd.c_str(), kTopHelp);

@@ -1,0 +1,1127 @@
+#include "cache/cache.h"
+
+#include "loader/hot_module.h"
+#include "loader/loader.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/BLAKE3.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/SHA256.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#ifndef HOTLINK_VERSION
+#define HOTLINK_VERSION "unknown"
+#endif
+
+namespace hotlink::cache {
+
+namespace {
+
+constexpr int kFormat = 1;
+constexpr const char *kMarker = "hotlink-cache";
+constexpr const char *kManifest = ".m", *kArtifact = ".a", *kDef = ".def", *kImplib = ".lib",
+                     *kLock = ".lock";
+constexpr std::uint64_t kMaxManifestBytes = 16u << 20;
+// A temporary younger than this may belong to a writer that has created it
+// but not yet locked it; older and unlocked means its writer is gone.
+constexpr std::chrono::seconds kTemporaryGrace{10};
+
+std::string errno_text(int e) { return std::strerror(e); }
+
+std::string hex_of(const std::uint8_t *p, std::size_t n) {
+  return llvm::toHex(llvm::ArrayRef<std::uint8_t>(p, n), /*LowerCase=*/true);
+}
+
+std::string blake3_of(const void *data, std::size_t size) {
+  auto h = llvm::BLAKE3::hash(
+      llvm::ArrayRef<std::uint8_t>(static_cast<const std::uint8_t *>(data), size));
+  return hex_of(h.data(), h.size());
+}
+
+std::string sha256_of(const std::vector<std::uint8_t> &b) {
+  auto h = llvm::SHA256::hash(llvm::ArrayRef<std::uint8_t>(b.data(), b.size()));
+  return hex_of(h.data(), h.size());
+}
+
+bool is_hex_key(const std::string &s) {
+  if (s.size() != 64)
+    return false;
+  for (char c : s)
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
+      return false;
+  return true;
+}
+
+// An owned file descriptor.
+class Fd {
+public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  Fd(Fd &&o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+  Fd &operator=(Fd &&o) noexcept {
+    if (this != &o) {
+      reset();
+      fd_ = o.fd_;
+      o.fd_ = -1;
+    }
+    return *this;
+  }
+  ~Fd() { reset(); }
+  void reset() {
+    if (fd_ >= 0)
+      ::close(fd_);
+    fd_ = -1;
+  }
+  int get() const { return fd_; }
+  explicit operator bool() const { return fd_ >= 0; }
+
+private:
+  int fd_ = -1;
+};
+
+bool write_all(int fd, const void *data, std::size_t size) {
+  const char *p = static_cast<const char *>(data);
+  while (size > 0) {
+    ssize_t n = ::write(fd, p, size);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return false;
+    p += n;
+    size -= static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+// Reads exactly `size` bytes from the start of fd.
+bool read_exact(int fd, std::vector<std::uint8_t> &out, std::uint64_t size) {
+  out.resize(size);
+  std::uint64_t done = 0;
+  while (done < size) {
+    ssize_t n = ::pread(fd, out.data() + done, size - done, static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return false;
+    done += static_cast<std::uint64_t>(n);
+  }
+  return true;
+}
+
+// True when fd is still the file that `path` names (it was not unlinked or
+// replaced after it was opened).
+bool same_file(int fd, const std::string &path) {
+  struct stat a, b;
+  if (::fstat(fd, &a) != 0 || ::stat(path.c_str(), &b) != 0)
+    return false;
+  return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+// flock with a deadline (polling, so that a timeout is possible).
+bool flock_until(int fd, int op, std::chrono::steady_clock::time_point deadline) {
+  auto nap = std::chrono::microseconds(200);
+  for (;;) {
+    if (::flock(fd, op | LOCK_NB) == 0)
+      return true;
+    if (errno != EWOULDBLOCK && errno != EINTR)
+      return false;
+    if (std::chrono::steady_clock::now() >= deadline)
+      return false;
+    std::this_thread::sleep_for(nap);
+    nap = std::min<std::chrono::microseconds>(nap * 2, std::chrono::milliseconds(20));
+  }
+}
+
+std::int64_t now_seconds() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string unique_suffix() {
+  static std::atomic<std::uint64_t> counter{0};
+  static const std::uint64_t seed = [] {
+    std::random_device rd;
+    return (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
+  }();
+  std::uint64_t v = seed ^ (counter.fetch_add(1) * 0x9e3779b97f4a7c15ull);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, ".tmp-%d-%016llx", static_cast<int>(::getpid()),
+                static_cast<unsigned long long>(v));
+  return buf;
+}
+
+// ---------------------------------------------------------------------------
+// The manifest: JSON, then a line "blake3 <hex of the JSON>".
+
+std::string encode_manifest(const Manifest &m) {
+  llvm::json::Array exports;
+  for (const std::string &e : m.exports)
+    exports.push_back(e);
+  llvm::json::Object o{
+      {"format", m.format},
+      {"key", m.key},
+      {"name", m.name},
+      {"target", m.target},
+      {"size", static_cast<std::int64_t>(m.size)},
+      {"blake3", m.blake3},
+      {"sha256", m.sha256},
+      {"exports", std::move(exports)},
+      {"created", m.created},
+      {"hotlink_version", m.hotlink_version},
+      {"linker_version", m.linker_version},
+      {"build_ms", m.build_ms},
+  };
+  if (!m.def_blake3.empty())
+    o["def"] = llvm::json::Object{{"size", static_cast<std::int64_t>(m.def_size)},
+                                  {"blake3", m.def_blake3}};
+  if (!m.implib_blake3.empty())
+    o["implib"] = llvm::json::Object{{"size", static_cast<std::int64_t>(m.implib_size)},
+                                     {"blake3", m.implib_blake3}};
+  std::string body;
+  llvm::raw_string_ostream os(body);
+  os << llvm::json::Value(std::move(o));
+  os.flush();
+  return body + "\nblake3 " + blake3_of(body.data(), body.size()) + "\n";
+}
+
+// Returns the reason it is refused, or empty.
+std::string decode_manifest(const std::vector<std::uint8_t> &bytes, Manifest &m) {
+  std::string text(bytes.begin(), bytes.end());
+  std::size_t nl = text.rfind("\nblake3 ");
+  if (nl == std::string::npos || text.size() != nl + 8 + 64 + 1 || text.back() != '\n')
+    return "manifest has no checksum line (truncated?)";
+  std::string body = text.substr(0, nl);
+  if (text.compare(nl + 8, 64, blake3_of(body.data(), body.size())) != 0)
+    return "manifest checksum does not match its contents";
+  auto v = llvm::json::parse(body);
+  if (!v) {
+    llvm::consumeError(v.takeError());
+    return "manifest is not valid JSON";
+  }
+  const llvm::json::Object *o = v->getAsObject();
+  if (!o)
+    return "manifest is not a JSON object";
+  auto str = [&](const char *k, std::string &out) {
+    if (auto s = o->getString(k)) {
+      out = s->str();
+      return true;
+    }
+    return false;
+  };
+  auto num = [&](const llvm::json::Object *obj, const char *k, auto &out) {
+    if (auto n = obj->getInteger(k)) {
+      out = static_cast<std::remove_reference_t<decltype(out)>>(*n);
+      return *n >= 0;
+    }
+    return false;
+  };
+  if (!num(o, "format", m.format) || m.format != kFormat)
+    return "manifest has another format version";
+  if (!str("key", m.key) || !str("name", m.name) || !str("target", m.target) ||
+      !num(o, "size", m.size) || !str("blake3", m.blake3) || !str("sha256", m.sha256) ||
+      !num(o, "created", m.created) || !str("hotlink_version", m.hotlink_version) ||
+      !str("linker_version", m.linker_version))
+    return "manifest lacks a field";
+  if (auto b = o->getNumber("build_ms"))
+    m.build_ms = *b;
+  const llvm::json::Array *ex = o->getArray("exports");
+  if (!ex)
+    return "manifest lacks its export list";
+  for (const llvm::json::Value &e : *ex) {
+    auto s = e.getAsString();
+    if (!s)
+      return "manifest export list holds a non-string";
+    m.exports.push_back(s->str());
+  }
+  for (auto [k, size, hash] : {std::tuple{"def", &m.def_size, &m.def_blake3},
+                               std::tuple{"implib", &m.implib_size, &m.implib_blake3}}) {
+    if (const llvm::json::Object *c = o->getObject(k)) {
+      auto h = c->getString("blake3");
+      if (!num(c, "size", *size) || !h)
+        return std::string("manifest's ") + k + " record is incomplete";
+      *hash = h->str();
+    }
+  }
+  return {};
+}
+
+Manifest make_manifest(const Key &key, const Artifact &a) {
+  Manifest m;
+  m.format = kFormat;
+  m.key = key.hex();
+  m.name = a.name;
+  m.target = a.target;
+  m.size = a.bytes.size();
+  m.blake3 = blake3_of(a.bytes.data(), a.bytes.size());
+  m.sha256 = sha256_of(a.bytes);
+  m.exports = a.exports;
+  m.created = now_seconds();
+  m.hotlink_version = HOTLINK_VERSION;
+  m.linker_version = a.linker_version;
+  m.build_ms = a.build_ms;
+  if (!a.def.empty()) {
+    m.def_size = a.def.size();
+    m.def_blake3 = blake3_of(a.def.data(), a.def.size());
+  }
+  if (!a.implib.empty()) {
+    m.implib_size = a.implib.size();
+    m.implib_blake3 = blake3_of(a.implib.data(), a.implib.size());
+  }
+  return m;
+}
+
+// Counters persisted as little arrays of uint64 under flock.
+enum StatIndex {
+  kHits, kMisses, kCorrupt, kEvictions, kStores, kStoreErrors, kLockTimeouts,
+  kSavedUs, // microseconds of build time that hits avoided
+  kStatCount
+};
+
+} // namespace
+
+// ---------------------------------------------------------------------------
+// Keys.
+
+Expected<Key> Key::parse(const std::string &hex) {
+  std::string lower = hex;
+  for (char &c : lower)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (!is_hex_key(lower))
+    return make_error(ErrorCode::BadRequest, "a cache key is 64 hex digits", hex, {},
+                      "use Key::of_caller() to turn any other text into a key");
+  Key k;
+  k.hex_ = lower;
+  return k;
+}
+
+Key Key::of_caller(const std::string &caller_key) {
+  return KeyBuilder("hotlink caller key").add("key", caller_key).finish();
+}
+
+KeyBuilder::KeyBuilder(const std::string &domain) { add("domain", domain); }
+
+KeyBuilder &KeyBuilder::add(const std::string &field, const void *data, std::size_t size) {
+  auto put_len = [&](std::uint64_t n) {
+    for (int i = 0; i < 8; ++i)
+      encoding_.push_back(static_cast<char>((n >> (8 * i)) & 0xff));
+  };
+  put_len(field.size());
+  encoding_ += field;
+  put_len(size);
+  encoding_.append(static_cast<const char *>(data), size);
+  return *this;
+}
+
+KeyBuilder &KeyBuilder::add(const std::string &field, const std::string &value) {
+  return add(field, value.data(), value.size());
+}
+
+KeyBuilder &KeyBuilder::add(const std::string &field, std::uint64_t value) {
+  return add(field, std::to_string(value));
+}
+
+KeyBuilder &KeyBuilder::add_digest(const std::string &field, const void *data,
+                                   std::size_t size) {
+  return add(field, blake3_of(data, size));
+}
+
+Key KeyBuilder::finish() const {
+  Key k;
+  k.hex_ = blake3_of(encoding_.data(), encoding_.size());
+  return k;
+}
+
+// ---------------------------------------------------------------------------
+// The cache.
+
+struct Cache::Impl {
+  Config cfg;
+  Fd usage_fd, stats_fd;
+  mutable std::mutex mu;
+  std::uint64_t delta[kStatCount] = {};
+
+  std::string shard(const Key &k) const { return cfg.dir + "/" + k.hex().substr(0, 2); }
+  std::string file(const Key &k, const char *ext) const {
+    return shard(k) + "/" + k.hex() + ext;
+  }
+  std::chrono::steady_clock::time_point deadline() const {
+    return std::chrono::steady_clock::now() + cfg.lock_timeout;
+  }
+  void count(StatIndex i, std::uint64_t n = 1) {
+    std::lock_guard<std::mutex> lock(mu);
+    delta[i] += n;
+  }
+  void count_hit(const Entry &e) {
+    count(kHits);
+    count(kSavedUs, static_cast<std::uint64_t>(e.manifest.build_ms * 1000));
+  }
+
+  // Adds to (or, with `set`, replaces) the usage counters; returns them.
+  std::pair<std::uint64_t, std::uint64_t> usage(std::int64_t dbytes, std::int64_t dentries,
+                                                bool set = false) const {
+    std::uint64_t v[2] = {0, 0};
+    int fd = usage_fd.get();
+    if (::flock(fd, LOCK_EX) != 0)
+      return {0, 0};
+    if (::pread(fd, v, sizeof v, 0) != static_cast<ssize_t>(sizeof v))
+      v[0] = v[1] = 0;
+    if (set) {
+      v[0] = static_cast<std::uint64_t>(dbytes);
+      v[1] = static_cast<std::uint64_t>(dentries);
+    } else {
+      auto add = [](std::uint64_t a, std::int64_t d) {
+        return d < 0 && static_cast<std::uint64_t>(-d) > a ? 0 : a + d;
+      };
+      v[0] = add(v[0], dbytes);
+      v[1] = add(v[1], dentries);
+    }
+    if (dbytes != 0 || dentries != 0 || set)
+      (void)!::pwrite(fd, v, sizeof v, 0);
+    ::flock(fd, LOCK_UN);
+    return {v[0], v[1]};
+  }
+
+  std::optional<Error> flush() {
+    std::uint64_t d[kStatCount];
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      std::copy(std::begin(delta), std::end(delta), d);
+      std::fill(std::begin(delta), std::end(delta), 0);
+    }
+    if (std::all_of(std::begin(d), std::end(d), [](std::uint64_t x) { return x == 0; }))
+      return std::nullopt;
+    int fd = stats_fd.get();
+    if (::flock(fd, LOCK_EX) != 0)
+      return make_error(ErrorCode::CacheError, "cannot lock the stats file: " + errno_text(errno),
+                        cfg.dir + "/stats");
+    std::uint64_t v[kStatCount] = {};
+    ssize_t n = ::pread(fd, v, sizeof v, 0);
+    if (n != static_cast<ssize_t>(sizeof v))
+      std::fill(std::begin(v), std::end(v), 0);
+    for (int i = 0; i < kStatCount; ++i)
+      v[i] += d[i];
+    bool ok = ::pwrite(fd, v, sizeof v, 0) == static_cast<ssize_t>(sizeof v);
+    ::flock(fd, LOCK_UN);
+    if (!ok)
+      return make_error(ErrorCode::CacheError, "cannot write the stats file: " + errno_text(errno),
+                        cfg.dir + "/stats");
+    return std::nullopt;
+  }
+
+  // Opens and locks `path` (created 0600), confirming after the lock that
+  // the path still names the locked file (a pruner may have removed it).
+  bool lock_file(const std::string &path, std::chrono::steady_clock::time_point deadline,
+                 Fd &out, bool nonblocking = false) const {
+    for (;;) {
+      Fd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+      if (!fd)
+        return false;
+      bool got = nonblocking ? ::flock(fd.get(), LOCK_EX | LOCK_NB) == 0
+                             : flock_until(fd.get(), LOCK_EX, deadline);
+      if (!got)
+        return false;
+      if (same_file(fd.get(), path)) {
+        out = std::move(fd);
+        return true;
+      }
+    }
+  }
+
+  std::optional<Error> ensure_shard(const Key &k) const {
+    std::string s = shard(k);
+    if (::mkdir(s.c_str(), 0700) != 0 && errno != EEXIST)
+      return make_error(ErrorCode::CacheError, "cannot create a shard directory: " + errno_text(errno),
+                        s, {}, "check the cache directory's permissions and free space");
+    return std::nullopt;
+  }
+
+  // Writes `bytes` to path atomically: a locked temporary, then rename.
+  std::optional<Error> write_atomic(const std::string &path, const void *data,
+                                    std::size_t size) const {
+    std::string temp = path + unique_suffix();
+    Fd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+    if (!fd)
+      return make_error(ErrorCode::CacheError, "cannot create a file: " + errno_text(errno), temp,
+                        {}, "check the cache directory's permissions and free space");
+    ::flock(fd.get(), LOCK_EX); // marks the temporary as owned by a live writer
+    if (!write_all(fd.get(), data, size)) {
+      int e = errno;
+      ::unlink(temp.c_str());
+      return make_error(ErrorCode::CacheError, "cannot write: " + errno_text(e), path, {},
+                        e == ENOSPC ? "the cache's file system is full: free space or "
+                                      "lower the cache's max_bytes"
+                                    : "check the cache directory");
+    }
+    if (::rename(temp.c_str(), path.c_str()) != 0) {
+      int e = errno;
+      ::unlink(temp.c_str());
+      return make_error(ErrorCode::CacheError, "cannot rename into place: " + errno_text(e), path);
+    }
+    return std::nullopt;
+  }
+
+  enum class Removal { Removed, InUse, Gone };
+
+  // Removes an entry. Holding the key's lock (taken here unless the caller
+  // holds it) keeps builders of the key out; the manifest's exclusive lock
+  // waits for (or, without `wait`, gives way to) readers. The manifest goes
+  // first, so that an interrupted removal leaves only invisible files,
+  // which prune() collects.
+  Removal remove_entry(const Key &k, bool wait, std::uint64_t *freed = nullptr,
+                       bool key_locked = false) const {
+    std::string m = file(k, kManifest);
+    Fd fd(::open(m.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd)
+      return Removal::Gone;
+    return remove_locked(k, fd, wait, freed, key_locked);
+  }
+
+  Removal remove_locked(const Key &k, Fd &fd, bool wait, std::uint64_t *freed = nullptr,
+                        bool key_locked = false) const {
+    std::string m = file(k, kManifest);
+    Fd key_lock;
+    if (!key_locked && !lock_file(file(k, kLock), deadline(), key_lock, /*nonblocking=*/!wait))
+      return Removal::InUse; // a builder is replacing it
+    bool got = wait ? flock_until(fd.get(), LOCK_EX, deadline())
+                    : ::flock(fd.get(), LOCK_EX | LOCK_NB) == 0;
+    if (!got)
+      return Removal::InUse;
+    if (!same_file(fd.get(), m))
+      return Removal::Gone;
+    std::uint64_t size = 0;
+    struct stat st;
+    if (::fstat(fd.get(), &st) == 0)
+      size += static_cast<std::uint64_t>(st.st_size);
+    if (::unlink(m.c_str()) != 0)
+      return Removal::InUse; // e.g. a read-only directory: still there
+    for (const char *ext : {kArtifact, kDef, kImplib}) {
+      std::string p = file(k, ext);
+      if (::stat(p.c_str(), &st) == 0)
+        size += static_cast<std::uint64_t>(st.st_size);
+      ::unlink(p.c_str());
+    }
+    usage(-static_cast<std::int64_t>(size), -1);
+    if (freed)
+      *freed = size;
+    return Removal::Removed;
+  }
+
+  // Reads the files of the entry whose manifest `fd` holds (locked shared).
+  std::string read_entry(const Key &k, int fd, Entry &e) const {
+    struct stat st;
+    if (::fstat(fd, &st) != 0)
+      return "cannot stat the manifest";
+    if (static_cast<std::uint64_t>(st.st_size) > kMaxManifestBytes)
+      return "manifest is implausibly large";
+    std::vector<std::uint8_t> mbytes;
+    if (!read_exact(fd, mbytes, static_cast<std::uint64_t>(st.st_size)))
+      return "cannot read the manifest";
+    std::string why = decode_manifest(mbytes, e.manifest);
+    if (!why.empty())
+      return why;
+    if (e.manifest.key != k.hex())
+      return "manifest belongs to another key";
+    auto read_checked = [&](const char *ext, std::uint64_t size, const std::string &hash,
+                            std::vector<std::uint8_t> &out) -> std::string {
+      std::string p = file(k, ext);
+      Fd f(::open(p.c_str(), O_RDONLY | O_CLOEXEC));
+      if (!f)
+        return std::string(ext + 1) + " file is missing";
+      struct stat fs;
+      if (::fstat(f.get(), &fs) != 0 || static_cast<std::uint64_t>(fs.st_size) != size)
+        return std::string(ext + 1) + " file has the wrong size (" +
+               std::to_string(fs.st_size) + " bytes, manifest says " + std::to_string(size) + ")";
+      if (!read_exact(f.get(), out, size))
+        return std::string("cannot read the ") + (ext + 1) + " file";
+      if (blake3_of(out.data(), out.size()) != hash)
+        return std::string(ext + 1) + " file's BLAKE3 does not match the manifest";
+      return {};
+    };
+    why = read_checked(kArtifact, e.manifest.size, e.manifest.blake3, e.artifact.bytes);
+    if (!why.empty())
+      return why;
+    if (!e.manifest.def_blake3.empty()) {
+      std::vector<std::uint8_t> def;
+      why = read_checked(kDef, e.manifest.def_size, e.manifest.def_blake3, def);
+      if (!why.empty())
+        return why;
+      e.artifact.def.assign(def.begin(), def.end());
+    }
+    if (!e.manifest.implib_blake3.empty()) {
+      why = read_checked(kImplib, e.manifest.implib_size, e.manifest.implib_blake3,
+                         e.artifact.implib);
+      if (!why.empty())
+        return why;
+    }
+    e.artifact.name = e.manifest.name;
+    e.artifact.target = e.manifest.target;
+    e.artifact.exports = e.manifest.exports;
+    e.artifact_path = file(k, kArtifact);
+    return {};
+  }
+
+  // A lookup that does not count; `touch` records the use. `key_locked`:
+  // the caller holds the key's lock (so a corrupt entry can be removed).
+  Lookup find(const Key &k, bool touch, bool key_locked = false) {
+    Lookup out;
+    std::string m = file(k, kManifest);
+    for (int attempt = 0; attempt < 4; ++attempt) {
+      Fd fd(::open(m.c_str(), O_RDONLY | O_CLOEXEC));
+      if (!fd)
+        return out; // no entry
+      if (::flock(fd.get(), LOCK_SH) != 0)
+        return out;
+      if (!same_file(fd.get(), m))
+        continue; // removed or replaced while we waited: look again
+      Entry e;
+      std::string why = read_entry(k, fd.get(), e);
+      if (why.empty()) {
+        if (touch) {
+          struct timespec times[2] = {{0, UTIME_OMIT}, {0, UTIME_NOW}};
+          ::futimens(fd.get(), times);
+        }
+        out.entry = std::move(e);
+        return out;
+      }
+      out.corrupt = why;
+      if (remove_locked(k, fd, /*wait=*/false, nullptr, key_locked) == Removal::Removed)
+        count(kCorrupt);
+      return out;
+    }
+    return out;
+  }
+
+  struct Scanned {
+    std::string key;
+    bool manifest = false;
+    std::uint64_t bytes = 0; // manifest + artifact + companions
+    std::int64_t last_use_ns = 0;
+    std::vector<std::string> orphans; // companions without a manifest
+    bool lock = false;
+  };
+
+  // Every key's files, and the temporaries (full paths) older than the grace.
+  std::vector<Scanned> scan(std::vector<std::string> &old_temporaries) const {
+    std::map<std::string, Scanned> keys;
+    auto now = std::chrono::system_clock::now();
+    DIR *top = ::opendir(cfg.dir.c_str());
+    if (!top)
+      return {};
+    std::vector<std::string> shards;
+    while (dirent *d = ::readdir(top)) {
+      std::string n = d->d_name;
+      if (n.size() == 2 && std::isxdigit(static_cast<unsigned char>(n[0])) &&
+          std::isxdigit(static_cast<unsigned char>(n[1])))
+        shards.push_back(n);
+    }
+    ::closedir(top);
+    for (const std::string &s : shards) {
+      std::string sdir = cfg.dir + "/" + s;
+      DIR *dd = ::opendir(sdir.c_str());
+      if (!dd)
+        continue;
+      while (dirent *d = ::readdir(dd)) {
+        std::string n = d->d_name;
+        if (n.size() < 66 || n[64] != '.' || !is_hex_key(n.substr(0, 64)))
+          continue; // not the cache's: never touched
+        std::string path = sdir + "/" + n, ext = n.substr(64);
+        struct stat st;
+        if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+          continue;
+        if (ext.find(".tmp-") != std::string::npos) {
+          auto mtime = std::chrono::system_clock::time_point(
+              std::chrono::seconds(st.st_mtim.tv_sec));
+          if (now - mtime > kTemporaryGrace)
+            old_temporaries.push_back(path);
+          continue;
+        }
+        Scanned &k = keys[n.substr(0, 64)];
+        k.key = n.substr(0, 64);
+        if (ext == kLock) {
+          k.lock = true;
+        } else if (ext == kManifest || ext == kArtifact || ext == kDef || ext == kImplib) {
+          k.bytes += static_cast<std::uint64_t>(st.st_size);
+          if (ext == kManifest) {
+            k.manifest = true;
+            k.last_use_ns = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 +
+                            st.st_mtim.tv_nsec;
+          } else {
+            k.orphans.push_back(path);
+          }
+        }
+      }
+      ::closedir(dd);
+    }
+    std::vector<Scanned> out;
+    for (auto &[_, v] : keys)
+      out.push_back(std::move(v));
+    return out;
+  }
+
+  // Stores under the key's lock (held by the caller); fills `out`. Sets
+  // `over` when a limit is now exceeded (the caller prunes, unlocked).
+  std::optional<Error> store_locked(const Key &key, const Artifact &a, Entry &out, bool &over) {
+    auto fail = [&](Error e) {
+      for (const char *ext : {kArtifact, kDef, kImplib})
+        ::unlink(file(key, ext).c_str());
+      count(kStoreErrors);
+      return std::optional<Error>(std::move(e));
+    };
+    const Limits &lim = cfg.limits;
+    std::uint64_t payload = a.bytes.size() + a.implib.size() + a.def.size();
+    if (lim.max_bytes && payload > lim.max_bytes) {
+      count(kStoreErrors);
+      return make_error(ErrorCode::CacheError,
+                        "the artifact (" + std::to_string(payload) +
+                            " bytes with its companions) is larger than the cache's max_bytes (" +
+                            std::to_string(lim.max_bytes) + ")",
+                        a.name, {}, "raise the cache's max_bytes (--max-bytes)");
+    }
+    if (auto err = ensure_shard(key)) {
+      count(kStoreErrors);
+      return err;
+    }
+    // Replacing: the old entry goes first (waiting for its readers).
+    if (remove_entry(key, /*wait=*/true, nullptr, /*key_locked=*/true) == Removal::InUse) {
+      count(kStoreErrors);
+      return make_error(ErrorCode::CacheError,
+                        "the old entry stayed in use past the lock timeout", file(key, kManifest));
+    }
+    Manifest m = make_manifest(key, a);
+    if (!a.def.empty())
+      if (auto err = write_atomic(file(key, kDef), a.def.data(), a.def.size()))
+        return fail(*err);
+    if (!a.implib.empty())
+      if (auto err = write_atomic(file(key, kImplib), a.implib.data(), a.implib.size()))
+        return fail(*err);
+    if (auto err = write_atomic(file(key, kArtifact), a.bytes.data(), a.bytes.size()))
+      return fail(*err);
+    std::string text = encode_manifest(m); // committed last
+    if (auto err = write_atomic(file(key, kManifest), text.data(), text.size()))
+      return fail(*err);
+    count(kStores);
+    auto [bytes, entries] = usage(static_cast<std::int64_t>(payload + text.size()), 1);
+    out.manifest = std::move(m);
+    out.artifact = a;
+    out.artifact_path = file(key, kArtifact);
+    (void)flush();
+    over = (lim.max_bytes && bytes > lim.max_bytes) ||
+           (lim.max_entries && entries > lim.max_entries);
+    return std::nullopt;
+  }
+
+  // Removes temporaries whose writer is gone (their flock is free), and the
+  // files of keys that have no manifest and no builder.
+  void clean(std::vector<Scanned> &keys, const std::vector<std::string> &temporaries,
+             PruneReport &r) const {
+    for (const std::string &t : temporaries) {
+      Fd fd(::open(t.c_str(), O_RDONLY | O_CLOEXEC));
+      if (fd && ::flock(fd.get(), LOCK_EX | LOCK_NB) == 0 && ::unlink(t.c_str()) == 0)
+        ++r.temporaries_removed;
+    }
+    for (Scanned &s : keys) {
+      if (s.manifest)
+        continue;
+      Key k = Key::parse(s.key).value();
+      Fd lock;
+      if (!lock_file(file(k, kLock), {}, lock, /*nonblocking=*/true))
+        continue; // a builder is writing this entry now
+      if (::access(file(k, kManifest).c_str(), F_OK) == 0)
+        continue;
+      for (const std::string &p : s.orphans)
+        if (::unlink(p.c_str()) == 0)
+          ++r.orphans_removed;
+      ::unlink(file(k, kLock).c_str()); // unlinked while held: waiters re-open
+    }
+  }
+};
+
+Cache::Cache(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Cache::~Cache() { (void)impl_->flush(); }
+
+const Config &Cache::config() const { return impl_->cfg; }
+
+Expected<std::shared_ptr<Cache>> Cache::open(Config config) {
+  if (config.dir.empty())
+    return make_error(ErrorCode::BadRequest, "no cache directory given", {}, "--cache",
+                      "name a directory for the cache");
+  llvm::SmallString<256> abs(config.dir);
+  llvm::sys::fs::make_absolute(abs);
+  while (abs.size() > 1 && abs.back() == '/')
+    abs.pop_back();
+  config.dir = abs.str().str();
+  const std::string &dir = config.dir;
+  auto unsafe = [&](const std::string &why) {
+    return make_error(ErrorCode::CacheUnsafe, why, dir, {},
+                      "a cache another user can write to lets them choose the code this "
+                      "process loads; use a directory only you can write to (chmod 700 " +
+                          dir + ")");
+  };
+
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0) {
+    if (errno != ENOENT)
+      return make_error(ErrorCode::CacheError, "cannot stat: " + errno_text(errno), dir);
+    llvm::SmallString<256> parent(dir);
+    llvm::sys::path::remove_filename(parent);
+    if (!parent.empty())
+      if (auto ec = llvm::sys::fs::create_directories(parent))
+        return make_error(ErrorCode::CacheError,
+                          "cannot create the parent directory: " + ec.message(), dir, {},
+                          "choose a directory you can create");
+    if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
+      return make_error(ErrorCode::CacheError, "cannot create: " + errno_text(errno), dir, {},
+                        "choose a directory you can create");
+    if (::stat(dir.c_str(), &st) != 0)
+      return make_error(ErrorCode::CacheError, "cannot stat: " + errno_text(errno), dir);
+  }
+  if (!S_ISDIR(st.st_mode))
+    return make_error(ErrorCode::CacheError, "is not a directory", dir, {},
+                      "name a directory for the cache");
+  if (st.st_uid != ::geteuid())
+    return unsafe("the cache directory belongs to another user (uid " +
+                  std::to_string(st.st_uid) + ")");
+  if (st.st_mode & 022) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    return unsafe(std::string("the cache directory is writable by ") +
+                  ((st.st_mode & 020) && (st.st_mode & 002) ? "its group and by others"
+                   : (st.st_mode & 020)                     ? "its group"
+                                                            : "others") +
+                  " (mode " + mode + ")");
+  }
+
+  std::string marker = dir + "/" + kMarker;
+  if (::access(marker.c_str(), F_OK) != 0) {
+    DIR *d = ::opendir(dir.c_str());
+    if (!d)
+      return make_error(ErrorCode::CacheError, "cannot read: " + errno_text(errno), dir);
+    bool empty = true;
+    while (dirent *e = ::readdir(d))
+      if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0)
+        empty = false;
+    ::closedir(d);
+    if (!empty)
+      return make_error(ErrorCode::CacheError,
+                        "is not empty and is not a hotlink cache (it has no '" +
+                            std::string(kMarker) + "' file)",
+                        dir, {},
+                        "choose a new or empty directory: hotlink never prunes or clears "
+                        "files it did not create");
+    Impl writer;
+    writer.cfg = config;
+    std::string text = "hotlink cache, format " + std::to_string(kFormat) + "\n";
+    std::string tag = "Signature: 8a477f597d28d172789f06886806bc55\n"
+                      "# This directory is a hotlink cache; backup tools may skip it.\n";
+    if (auto err = writer.write_atomic(dir + "/CACHEDIR.TAG", tag.data(), tag.size()))
+      return *err;
+    if (auto err = writer.write_atomic(marker, text.data(), text.size()))
+      return *err;
+  }
+
+  auto impl = std::make_unique<Impl>();
+  impl->cfg = config;
+  for (auto [name, fd] : {std::pair{"/usage", &impl->usage_fd},
+                          std::pair{"/stats", &impl->stats_fd}}) {
+    std::string p = impl->cfg.dir + name;
+    *fd = Fd(::open(p.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+    if (!*fd)
+      return make_error(ErrorCode::CacheError, "cannot open: " + errno_text(errno), p, {},
+                        "check the cache directory's permissions (a read-only cache "
+                        "cannot be used)");
+  }
+  return std::shared_ptr<Cache>(new Cache(std::move(impl)));
+}
+
+Lookup Cache::lookup(const Key &key) {
+  Lookup l = impl_->find(key, /*touch=*/true);
+  if (l.entry)
+    impl_->count_hit(*l.entry);
+  else
+    impl_->count(kMisses);
+  return l;
+}
+
+std::optional<Error> Cache::store(const Key &key, const Artifact &artifact) {
+  Impl &I = *impl_;
+  if (auto err = I.ensure_shard(key)) {
+    I.count(kStoreErrors);
+    return err;
+  }
+  bool over = false;
+  {
+    Fd lock;
+    errno = 0;
+    if (!I.lock_file(I.file(key, kLock), I.deadline(), lock)) {
+      I.count(kStoreErrors);
+      return make_error(ErrorCode::CacheError,
+                        "cannot take the entry's lock: " +
+                            std::string(errno ? errno_text(errno) : "timed out"),
+                        I.file(key, kLock), {}, "check the cache directory");
+    }
+    Entry stored;
+    if (auto err = I.store_locked(key, artifact, stored, over))
+      return err;
+  }
+  if (over)
+    prune();
+  return std::nullopt;
+}
+
+Expected<Fetched> Cache::get_or_build(const Key &key, const Producer &produce) {
+  Impl &I = *impl_;
+  Fetched f;
+  Lookup l = I.find(key, /*touch=*/true);
+  auto hit = [&](Entry &e) -> Expected<Fetched> {
+    I.count_hit(e);
+    f.entry = std::move(e);
+    f.hit = true;
+    return std::move(f);
+  };
+  if (l.entry)
+    return hit(*l.entry);
+  auto note_corrupt = [&](const Lookup &x) {
+    if (!x.corrupt.empty())
+      f.warnings.push_back("cache entry " + key.hex() + " was corrupt (" + x.corrupt +
+                           "): removed, and built again");
+  };
+  note_corrupt(l);
+
+  // One builder per key: whoever holds the lock builds; the others wait,
+  // then find the entry. A lock whose owner died is free (flock).
+  Fd lock;
+  bool locked = false;
+  if (auto err = I.ensure_shard(key)) {
+    f.warnings.push_back(err->to_string());
+  } else {
+    locked = I.lock_file(I.file(key, kLock), I.deadline(), lock);
+    if (!locked) {
+      I.count(kLockTimeouts);
+      f.warnings.push_back("gave up waiting for another process building cache entry " +
+                           key.hex() + "; built it here too (not stored)");
+    }
+  }
+  if (locked) {
+    Lookup again = I.find(key, /*touch=*/true, /*key_locked=*/true);
+    if (again.entry)
+      return hit(*again.entry);
+    note_corrupt(again);
+  }
+  I.count(kMisses);
+  auto t0 = std::chrono::steady_clock::now();
+  auto produced = produce();
+  if (!produced)
+    return produced.take_error();
+  if (produced->build_ms == 0)
+    produced->build_ms = std::chrono::duration<double, std::milli>(
+                             std::chrono::steady_clock::now() - t0)
+                             .count();
+  bool over = false;
+  if (locked) {
+    if (auto err = I.store_locked(key, produced.value(), f.entry, over)) {
+      f.warnings.push_back("the artifact was not stored in the cache: " + err->to_string());
+      f.entry = Entry{};
+      locked = false;
+    }
+  }
+  if (!locked) {
+    f.entry.manifest = make_manifest(key, produced.value());
+    f.entry.artifact = std::move(produced.value());
+  }
+  lock.reset();
+  if (over)
+    prune();
+  return f;
+}
+
+PruneReport Cache::prune(const std::optional<Limits> &limits) {
+  Impl &I = *impl_;
+  Limits lim = limits ? *limits : I.cfg.limits;
+  PruneReport r;
+  Fd plock;
+  if (!I.lock_file(I.cfg.dir + "/prune.lock", {}, plock, /*nonblocking=*/true)) {
+    // Another process is pruning now; it will enforce the limits.
+    auto [bytes, entries] = I.usage(0, 0);
+    r.bytes = bytes;
+    r.entries = entries;
+    return r;
+  }
+  std::vector<std::string> temporaries;
+  std::vector<Impl::Scanned> keys = I.scan(temporaries);
+  I.clean(keys, temporaries, r);
+
+  std::vector<Impl::Scanned *> entries;
+  std::uint64_t bytes = 0;
+  for (Impl::Scanned &s : keys)
+    if (s.manifest) {
+      entries.push_back(&s);
+      bytes += s.bytes;
+    }
+  std::sort(entries.begin(), entries.end(), [](const Impl::Scanned *a, const Impl::Scanned *b) {
+    return a->last_use_ns < b->last_use_ns;
+  });
+  std::uint64_t count = entries.size();
+  // Down to 90% of a limit that is exceeded, so that the next store does not
+  // prune again at once.
+  std::uint64_t goal_bytes = lim.max_bytes && bytes > lim.max_bytes
+                                 ? lim.max_bytes - lim.max_bytes / 10
+                                 : UINT64_MAX;
+  std::uint64_t goal_entries = lim.max_entries && count > lim.max_entries
+                                   ? lim.max_entries - lim.max_entries / 10
+                                   : UINT64_MAX;
+  std::int64_t now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+  std::int64_t max_age_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(lim.max_age).count();
+  for (Impl::Scanned *s : entries) {
+    bool expired = max_age_ns > 0 && now_ns - s->last_use_ns > max_age_ns;
+    if (!expired && bytes <= goal_bytes && count <= goal_entries)
+      continue;
+    Key k = Key::parse(s->key).value();
+    std::uint64_t freed = 0;
+    switch (I.remove_entry(k, /*wait=*/false, &freed)) {
+    case Impl::Removal::Removed:
+      ++r.evicted;
+      r.evicted_bytes += freed;
+      bytes -= std::min(bytes, s->bytes);
+      --count;
+      break;
+    case Impl::Removal::InUse:
+      ++r.skipped_in_use;
+      break;
+    case Impl::Removal::Gone:
+      bytes -= std::min(bytes, s->bytes);
+      --count;
+      break;
+    }
+  }
+  I.count(kEvictions, r.evicted);
+  // The scan is the truth: the ledger is reset to it.
+  I.usage(static_cast<std::int64_t>(bytes), static_cast<std::int64_t>(count), /*set=*/true);
+  (void)I.flush();
+  r.bytes = bytes;
+  r.entries = count;
+  return r;
+}
+
+VerifyReport Cache::verify() {
+  Impl &I = *impl_;
+  VerifyReport r;
+  std::vector<std::string> temporaries;
+  for (Impl::Scanned &s : I.scan(temporaries)) {
+    if (!s.manifest)
+      continue;
+    ++r.checked;
+    Key k = Key::parse(s.key).value();
+    Lookup l = I.find(k, /*touch=*/false);
+    if (l.entry) {
+      ++r.ok;
+      r.bytes += s.bytes;
+    } else if (!l.corrupt.empty()) {
+      r.corrupt.emplace_back(s.key, l.corrupt);
+    }
+  }
+  (void)I.flush();
+  return r;
+}
+
+std::optional<Error> Cache::clear() {
+  Impl &I = *impl_;
+  std::vector<std::string> temporaries;
+  std::vector<Impl::Scanned> keys = I.scan(temporaries);
+  std::uint64_t left = 0;
+  for (Impl::Scanned &s : keys)
+    if (s.manifest &&
+        I.remove_entry(Key::parse(s.key).value(), /*wait=*/true) == Impl::Removal::InUse)
+      ++left;
+  PruneReport r;
+  I.clean(keys, temporaries, r);
+  std::vector<std::string> unused;
+  std::uint64_t bytes = 0, entries = 0;
+  for (Impl::Scanned &s : I.scan(unused))
+    if (s.manifest) {
+      bytes += s.bytes;
+      ++entries;
+    }
+  I.usage(static_cast<std::int64_t>(bytes), static_cast<std::int64_t>(entries), /*set=*/true);
+  if (left)
+    return make_error(ErrorCode::CacheError,
+                      std::to_string(left) + " entries stayed in use past the lock timeout",
+                      I.cfg.dir, {}, "run clear again when no process reads the cache");
+  return std::nullopt;
+}
+
+Stats Cache::stats() const {
+  Impl &I = *impl_;
+  Stats s;
+  std::uint64_t v[kStatCount] = {};
+  int fd = I.stats_fd.get();
+  if (::flock(fd, LOCK_SH) == 0) {
+    if (::pread(fd, v, sizeof v, 0) != static_cast<ssize_t>(sizeof v))
+      std::fill(std::begin(v), std::end(v), 0);
+    ::flock(fd, LOCK_UN);
+  }
+  {
+    std::lock_guard<std::mutex> lock(I.mu);
+    for (int i = 0; i < kStatCount; ++i)
+      v[i] += I.delta[i];
+  }
+  s.hits = v[kHits];
+  s.misses = v[kMisses];
+  s.corrupt = v[kCorrupt];
+  s.evictions = v[kEvictions];
+  s.stores = v[kStores];
+  s.store_errors = v[kStoreErrors];
+  s.lock_timeouts = v[kLockTimeouts];
+  s.saved_ms = static_cast<double>(v[kSavedUs]) / 1000.0;
+  auto [bytes, entries] = I.usage(0, 0);
+  s.bytes = bytes;
+  s.entries = entries;
+  return s;
+}
+
+std::optional<Error> Cache::flush_stats() { return impl_->flush(); }
+
+// ---------------------------------------------------------------------------
+// Loader integration.
+
+loader::VerifyOptions verify_options(const Entry &entry) {
+  loader::VerifyOptions o;
+  o.blake3 = entry.manifest.blake3;
+  o.expected_exports = entry.manifest.exports;
+  return o;
+}
+
+Expected<std::unique_ptr<loader::Library>> load(const Entry &entry) {
+  std::string name = entry.artifact_path.empty() ? entry.manifest.name : entry.artifact_path;
+  auto v = loader::verify(entry.artifact.bytes, name, verify_options(entry));
+  if (!v)
+    return v.take_error();
+  return loader::load_private(entry.artifact.bytes, name);
+}
+
+std::optional<Error> reload(loader::HotModule &module, const Entry &entry) {
+  std::string name = entry.artifact_path.empty() ? entry.manifest.name : entry.artifact_path;
+  return module.reload(entry.artifact.bytes, name, verify_options(entry));
+}
+
+} // namespace hotlink::cache
