@@ -8,7 +8,6 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/Path.h"
-#include "llvm/Support/SHA256.h"
 
 #include <algorithm>
 #include <atomic>
@@ -51,11 +50,6 @@ std::string hex_of(const std::uint8_t *p, std::size_t n) {
 std::string blake3_of(const void *data, std::size_t size) {
   auto h = llvm::BLAKE3::hash(
       llvm::ArrayRef<std::uint8_t>(static_cast<const std::uint8_t *>(data), size));
-  return hex_of(h.data(), h.size());
-}
-
-std::string sha256_of(const std::vector<std::uint8_t> &b) {
-  auto h = llvm::SHA256::hash(llvm::ArrayRef<std::uint8_t>(b.data(), b.size()));
   return hex_of(h.data(), h.size());
 }
 
@@ -181,7 +175,6 @@ std::string encode_manifest(const Manifest &m) {
       {"target", m.target},
       {"size", static_cast<std::int64_t>(m.size)},
       {"blake3", m.blake3},
-      {"sha256", m.sha256},
       {"exports", std::move(exports)},
       {"created", m.created},
       {"hotlink_version", m.hotlink_version},
@@ -235,7 +228,7 @@ std::string decode_manifest(const std::vector<std::uint8_t> &bytes, Manifest &m)
   if (!num(o, "format", m.format) || m.format != kFormat)
     return "manifest has another format version";
   if (!str("key", m.key) || !str("name", m.name) || !str("target", m.target) ||
-      !num(o, "size", m.size) || !str("blake3", m.blake3) || !str("sha256", m.sha256) ||
+      !num(o, "size", m.size) || !str("blake3", m.blake3) ||
       !num(o, "created", m.created) || !str("hotlink_version", m.hotlink_version) ||
       !str("linker_version", m.linker_version))
     return "manifest lacks a field";
@@ -270,7 +263,6 @@ Manifest make_manifest(const Key &key, const Artifact &a) {
   m.target = a.target;
   m.size = a.bytes.size();
   m.blake3 = blake3_of(a.bytes.data(), a.bytes.size());
-  m.sha256 = sha256_of(a.bytes);
   m.exports = a.exports;
   m.created = now_seconds();
   m.hotlink_version = HOTLINK_VERSION;

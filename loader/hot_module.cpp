@@ -99,7 +99,10 @@ std::optional<Error> HotModule::reload(const std::vector<std::uint8_t> &bytes, c
     if (auto err = check_abi(*lib.value(), options_.metadata_symbol, *options_.abi))
       return err; // lib unmaps here
   auto v = std::make_unique<Version>();
-  v->info = VersionInfo{next_number_, verified->sha256, name};
+  v->info = VersionInfo{next_number_,
+                        verified->sha256.empty() ? "blake3:" + verified->blake3
+                                                 : verified->sha256,
+                        name};
   for (std::size_t i = 0; i < entries_.size(); ++i) {
     void *p = lib.value()->symbol(entries_[i]);
     if (!p)

@@ -40,7 +40,9 @@ struct VerifyOptions {
 
 struct Verified {
   exports::ArtifactInfo info;
-  std::string sha256, blake3; // of the bytes
+  // Of the bytes: the hash that was checked; SHA-256 when none was (BLAKE3
+  // is left empty then, and SHA-256 when only a BLAKE3 was checked).
+  std::string sha256, blake3;
 };
 
 Expected<Verified> verify(const std::vector<std::uint8_t> &bytes, const std::string &name,

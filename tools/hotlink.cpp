@@ -570,8 +570,8 @@ int cmd_verify(int argc, char **argv) {
     refusal = v.error();
   } else {
     exports_list = v->info.exports;
-    out["sha256"] = v->sha256;
-    out["blake3"] = blake3_hex(bytes.value());
+    out["sha256"] = v->sha256.empty() ? sha256_hex(bytes.value()) : v->sha256;
+    out["blake3"] = v->blake3.empty() ? blake3_hex(bytes.value()) : v->blake3;
     if (load) {
       auto lib = load_private(bytes.value(), artifact);
       if (!lib)
