@@ -347,6 +347,8 @@ struct Cache::Impl {
   Config cfg;
   Fd usage_fd, stats_fd;
   mutable std::mutex mu;
+  // flock excludes other processes, not other threads sharing the fd.
+  mutable std::mutex file_mu;
   std::uint64_t delta[kStatCount] = {};
 
   std::string shard(const Key &k) const { return cfg.dir + "/" + k.hex().substr(0, 2); }
@@ -369,6 +371,7 @@ struct Cache::Impl {
   std::pair<std::uint64_t, std::uint64_t> usage(std::int64_t dbytes, std::int64_t dentries,
                                                 bool set = false) const {
     std::uint64_t v[2] = {0, 0};
+    std::lock_guard<std::mutex> guard(file_mu);
     int fd = usage_fd.get();
     if (::flock(fd, LOCK_EX) != 0)
       return {0, 0};
@@ -399,6 +402,7 @@ struct Cache::Impl {
     }
     if (std::all_of(std::begin(d), std::end(d), [](std::uint64_t x) { return x == 0; }))
       return std::nullopt;
+    std::lock_guard<std::mutex> guard(file_mu);
     int fd = stats_fd.get();
     if (::flock(fd, LOCK_EX) != 0)
       return make_error(ErrorCode::CacheError, "cannot lock the stats file: " + errno_text(errno),
@@ -1066,11 +1070,14 @@ Stats Cache::stats() const {
   Impl &I = *impl_;
   Stats s;
   std::uint64_t v[kStatCount] = {};
-  int fd = I.stats_fd.get();
-  if (::flock(fd, LOCK_SH) == 0) {
-    if (::pread(fd, v, sizeof v, 0) != static_cast<ssize_t>(sizeof v))
-      std::fill(std::begin(v), std::end(v), 0);
-    ::flock(fd, LOCK_UN);
+  {
+    std::lock_guard<std::mutex> guard(I.file_mu);
+    int fd = I.stats_fd.get();
+    if (::flock(fd, LOCK_SH) == 0) {
+      if (::pread(fd, v, sizeof v, 0) != static_cast<ssize_t>(sizeof v))
+        std::fill(std::begin(v), std::end(v), 0);
+      ::flock(fd, LOCK_UN);
+    }
   }
   {
     std::lock_guard<std::mutex> lock(I.mu);

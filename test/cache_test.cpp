@@ -21,6 +21,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <functional>
+#include <future>
 #include <random>
 #include <set>
 #include <sys/file.h>
@@ -646,6 +647,28 @@ TEST(CacheProcesses, EightProcessesOnOneMissingKeyBuildOnce) {
   EXPECT_EQ(s.stores, 1u);
   EXPECT_EQ(s.misses, 1u);
   EXPECT_EQ(s.hits, 7u);
+}
+
+TEST(CacheProcesses, EightThreadsOfOneServiceOnOneMissingKeyLinkOnce) {
+  auto c = open_cache(new_cache_dir());
+  LinkService svc({.workers = 2, .cache = c});
+  std::vector<std::future<LinkResult>> results;
+  for (int i = 0; i < 8; ++i)
+    results.push_back(svc.submit(request(kernel(13))));
+  int misses = 0;
+  Bytes first;
+  for (auto &f : results) {
+    LinkResult r = f.get();
+    ASSERT_TRUE(r.ok()) << r.error->to_string();
+    misses += r.cache == CacheUse::Miss;
+    if (first.empty())
+      first = r.artifact;
+    EXPECT_EQ(r.artifact, first);
+  }
+  EXPECT_EQ(misses, 1);
+  ServiceStats st = svc.stats();
+  EXPECT_EQ(st.in_process + st.in_worker, 1u);
+  EXPECT_EQ(c->stats().stores, 1u);
 }
 
 TEST(CacheProcesses, EightCliLinksOfOneMissingKeyLinkOnce) {
