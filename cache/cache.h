@@ -22,7 +22,9 @@
 // - Bounds: bytes, entries, age since last use. The cache records last use
 //   itself (the manifest's mtime, set on each hit; atime is not used).
 //   Pruning evicts least recently used entries first, down to 90% of a
-//   limit, and skips any entry a reader holds at that moment.
+//   limit, and skips any entry a reader holds at that moment. What a read
+//   returns is a verified copy in memory, and load() maps a private copy of
+//   it, so evicting an entry later never touches a library loaded from it.
 // - The directory is created 0700. A directory that another user owns, or
 //   that group or others can write to, is refused (CacheUnsafe): whoever
 //   can write to it can make this process load their code. A non-empty
