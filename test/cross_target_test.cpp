@@ -1,7 +1,10 @@
-// Artifacts for other targets, run by a real loader where this host has one:
-// wasm modules instantiated by Node.js.
+// Artifacts for other targets, run by a real loader where this host has one
+// (wasm modules instantiated by Node.js) and checked structurally where it
+// has none (Mach-O dylibs).
+#include "exports/symbols.h"
 #include "linker/linker.h"
 #include "linker/service.h"
+#include "loader/structure.h"
 #include "test/support.h"
 
 #include "llvm/Support/JSON.h"
@@ -71,6 +74,86 @@ TEST(WasmInNode, LinkedKernelIsInstantiatedAndCalled) {
   EXPECT_EQ(o.getInteger("argv_rc"), 0);
   EXPECT_EQ(o.getInteger("argv_out"), 142);
 }
+
+// A JIT-style kernel that calls the C library and a host function.
+const char *kMachOKernel =
+    "void *memcpy(void *, const void *, unsigned long);\n"
+    "extern int host_offset(void);\n"
+    "int f(int x) { char b[64]; memcpy(b, &x, (unsigned long)(x & 3) + 1); return b[0] * 7 + host_offset(); }\n"
+    "int f_argv(void **a) { *(int *)a[1] = f(*(int *)a[0]); return 0; }\n"
+    "int internal_helper(int x) { return x; }\n";
+
+class MachOStructure : public ::testing::TestWithParam<const char *> {};
+
+Bytes link_dylib(const std::string &triple, std::string &path) {
+  LinkService svc;
+  LinkRequest req;
+  req.target = triple;
+  req.inputs.push_back(Input::memory("kernel.o", test::compile_c(triple, kMachOKernel)));
+  path = test::temp_dir() + "/kernel.dylib";
+  req.output_path = path;
+  LinkResult r = svc.link(req);
+  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error->to_string());
+  return r.ok() ? test::read_file(path) : Bytes{};
+}
+
+TEST_P(MachOStructure, DylibHasWhatDyldNeeds) {
+  std::string triple = GetParam(), path;
+  Bytes dylib = link_dylib(triple, path);
+  ASSERT_FALSE(dylib.empty());
+  auto s = loader::check_macho_dylib(dylib, path);
+  ASSERT_TRUE(s.ok()) << s.error().to_string();
+  bool arm = triple.rfind("arm64", 0) == 0;
+  EXPECT_EQ(s->arch, arm ? "arm64" : "x86_64");
+  EXPECT_EQ(s->install_name, "@rpath/kernel.dylib");
+  EXPECT_EQ(s->min_os, "13.0");
+  EXPECT_TRUE(s->chained_fixups);
+  if (arm) {
+    EXPECT_TRUE(s->signed_adhoc);
+    EXPECT_GE(s->signed_pages, 1u);
+  }
+
+  // Exactly the policy's exports (Mach-O spells C names with '_').
+  auto info = exports::read_artifact(dylib.data(), dylib.size(), path);
+  ASSERT_TRUE(info.ok()) << info.error().to_string();
+  EXPECT_EQ(info->exports, (std::vector<std::string>{"_f", "_f_argv"}));
+
+  // LLVM's own Mach-O reader reads every part a loader uses without a word.
+  test::Run od = test::run({HOTLINK_TEST_LLVM_OBJDUMP, "--macho", "--private-headers",
+                            "--exports-trie", "--chained-fixups", "--dyld-info", path});
+  EXPECT_EQ(od.code, 0) << od.err;
+  EXPECT_EQ(od.err, "") << "llvm-objdump warned";
+  EXPECT_EQ(od.out.find("warning"), std::string::npos) << od.out;
+  EXPECT_NE(od.out.find("_memcpy"), std::string::npos) << "memcpy is not bound through dyld";
+  EXPECT_NE(od.out.find("_host_offset"), std::string::npos);
+}
+
+TEST_P(MachOStructure, RefusesDamagedImages) {
+  std::string triple = GetParam(), path;
+  Bytes dylib = link_dylib(triple, path);
+  ASSERT_FALSE(dylib.empty());
+  Bytes truncated(dylib.begin(), dylib.begin() + dylib.size() / 2);
+  EXPECT_FALSE(loader::check_macho_dylib(truncated, path).ok());
+  if (triple.rfind("arm64", 0) == 0) {
+    Bytes patched = dylib;
+    patched[0x4000 - 1] ^= 0xff; // inside the first signed page
+    auto r = loader::check_macho_dylib(patched, path);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().symbol, "LC_CODE_SIGNATURE");
+    EXPECT_NE(r.error().message.find("hash does not match"), std::string::npos)
+        << r.error().message;
+  }
+  Bytes object = test::compile_c(triple, kMachOKernel);
+  auto r = loader::check_macho_dylib(object, "kernel.o");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, ErrorCode::NotASharedObject);
+}
+
+INSTANTIATE_TEST_SUITE_P(Arches, MachOStructure,
+                         ::testing::Values("x86_64-apple-macos", "arm64-apple-macos"),
+                         [](const ::testing::TestParamInfo<const char *> &i) {
+                           return std::string(i.param).substr(0, std::string(i.param).find('-'));
+                         });
 
 } // namespace
 } // namespace hotlink
