@@ -2,6 +2,7 @@
 // (wasm modules instantiated by Node.js) and checked structurally where it
 // has none (Mach-O dylibs).
 #include "exports/symbols.h"
+#include "linker/implib.h"
 #include "linker/linker.h"
 #include "linker/service.h"
 #include "loader/structure.h"
@@ -147,6 +148,78 @@ TEST_P(MachOStructure, RefusesDamagedImages) {
   auto r = loader::check_macho_dylib(object, "kernel.o");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code, ErrorCode::NotASharedObject);
+}
+
+// ---------------------------------------------------------------------------
+// Import libraries from a .def.
+
+const char *kFooDef = "LIBRARY foo.dll\nEXPORTS\n  foo_add\n  foo_table DATA\n  foo_sub @7\n";
+
+TEST(ImportLibrary, FromADefLetsADllLinkAgainstAnotherDll) {
+  auto lib = import_library_from_def(kFooDef, "foo.def", "x64");
+  ASSERT_TRUE(lib.ok()) << lib.error().to_string();
+  EXPECT_EQ(lib->dll_name, "foo.dll");
+  EXPECT_EQ(lib->exports, (std::vector<std::string>{"foo_add", "foo_table", "foo_sub"}));
+  std::string dir = test::temp_dir(), lib_path = dir + "/foo.lib";
+  test::write_file(lib_path, lib->bytes);
+
+  Bytes obj = test::compile_c("x86_64-pc-windows-msvc",
+                              "__declspec(dllimport) int foo_add(int, int);\n"
+                              "__declspec(dllimport) extern int foo_table[];\n"
+                              "int foo_sub(int, int);\n"
+                              "int f(int x) { return foo_sub(foo_add(x, foo_table[0]), 1); }\n"
+                              "int f_argv(void **a) { return f(*(int *)a[0]); }\n");
+  LinkService svc;
+  LinkRequest req;
+  req.target = "x86_64-pc-windows-msvc";
+  req.inputs.push_back(Input::memory("k.obj", obj));
+  req.output_path = dir + "/k.dll";
+  LinkResult without = svc.link(req);
+  ASSERT_FALSE(without.ok());
+  EXPECT_EQ(without.error->code, ErrorCode::UndefinedSymbol);
+
+  req.libraries = {lib_path};
+  LinkResult r = svc.link(req);
+  ASSERT_TRUE(r.ok()) << r.error->to_string();
+  test::Run imports = test::run({HOTLINK_TEST_LLVM_READOBJ, "--coff-imports", req.output_path});
+  ASSERT_EQ(imports.code, 0) << imports.err;
+  EXPECT_NE(imports.out.find("Name: foo.dll"), std::string::npos) << imports.out;
+  for (const char *sym : {"foo_add", "foo_table", "foo_sub"})
+    EXPECT_NE(imports.out.find(std::string("Symbol: ") + sym), std::string::npos) << sym;
+}
+
+TEST(ImportLibrary, BadDefsAndMachinesAreNamed) {
+  auto syntax = import_library_from_def("LIBRARY foo.dll\nEXPORTS\n  a @1 @2 ,\n", "bad.def", "x64");
+  ASSERT_FALSE(syntax.ok());
+  EXPECT_EQ(syntax.error().code, ErrorCode::InvalidInput);
+  EXPECT_EQ(syntax.error().input, "bad.def");
+  EXPECT_EQ(syntax.error().message.rfind("line 3:", 0), 0u) << syntax.error().message;
+
+  auto machine = import_library_from_def(kFooDef, "foo.def", "mips");
+  ASSERT_FALSE(machine.ok());
+  EXPECT_EQ(machine.error().symbol, "--machine");
+
+  auto unnamed = import_library_from_def("EXPORTS\n  a\n", "anon.def", "arm64");
+  ASSERT_FALSE(unnamed.ok());
+  EXPECT_EQ(unnamed.error().symbol, "--dll");
+  auto named = import_library_from_def("EXPORTS\n  a\n", "anon.def", "arm64", "anon.dll");
+  ASSERT_TRUE(named.ok()) << named.error().to_string();
+  EXPECT_EQ(named->dll_name, "anon.dll");
+
+  // The CLI: exit 2 and nothing written for a bad .def.
+  std::string dir = test::temp_dir();
+  std::string bad = "EXPORTS\n  a @1 @2 ,\n";
+  test::write_file(dir + "/bad.def", Bytes(bad.begin(), bad.end()));
+  test::Run cli = test::run({test::bin_dir() + "/hotlink", "implib", "--def", dir + "/bad.def",
+                             "--machine", "x64", "--dll", "x.dll", "-o", dir + "/x.lib"});
+  EXPECT_EQ(cli.code, 2);
+  EXPECT_NE(cli.err.find("line 2"), std::string::npos) << cli.err;
+  EXPECT_FALSE(test::exists(dir + "/x.lib"));
+  test::write_file(dir + "/foo.def", Bytes(kFooDef, kFooDef + std::strlen(kFooDef)));
+  cli = test::run({test::bin_dir() + "/hotlink", "implib", "--def", dir + "/foo.def", "--machine",
+                   "x86", "-o", dir + "/foo.lib"});
+  EXPECT_EQ(cli.code, 0) << cli.err;
+  EXPECT_TRUE(test::exists(dir + "/foo.lib"));
 }
 
 INSTANTIATE_TEST_SUITE_P(Arches, MachOStructure,

@@ -8,10 +8,12 @@
 #include "exports/symbols.h"
 #include "exports/writers.h"
 #include "cache/cache.h"
+#include "linker/implib.h"
 #include "linker/linker.h"
 #include "linker/service.h"
 #include "loader/loader.h"
 
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 
 #include "llvm/Support/FormatVariadic.h"
@@ -21,11 +23,14 @@
 
 #include <algorithm>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <iostream>
 #include <string>
+#include <unistd.h>
 #include <vector>
 
 namespace {
@@ -41,6 +46,7 @@ commands:
   exports   show what a link would export, or write the export file
   verify    check an artifact before it is loaded (and, with --load, load it)
   cache     show, check, prune or clear a cache directory (stats|verify|prune|clear)
+  implib    make a Windows import library from a .def (link against a DLL without its SDK)
   targets   list the supported targets
 
 Run `hotlink <command> --help` for a command's options.
@@ -237,7 +243,8 @@ bool parse_size(const std::string &s, std::uint64_t &out) {
   return true;
 }
 
-int cache_error(const hotlink::Error &e, bool json) {
+// An error as --json or as text; returns the exit code its kind maps to.
+int print_error(const hotlink::Error &e, bool json) {
   if (json)
     llvm::outs() << llvm::formatv("{0:2}", llvm::json::Value(llvm::json::Object{
                                               {"ok", false}, {"error", error_json(e)}}))
@@ -325,7 +332,7 @@ int cmd_link(int argc, char **argv) {
   if (!cache_dir.empty()) {
     auto c = hotlink::cache::Cache::open({cache_dir, limits});
     if (!c)
-      return cache_error(c.error(), json);
+      return print_error(c.error(), json);
     config.cache = std::move(c.value());
   }
   hotlink::LinkService service(config);
@@ -656,6 +663,31 @@ exit codes: 0 done, 1 corrupt entries found (verify) or an entry stayed in
 use (clear), 2 bad usage or a directory that is not a safe cache.
 )";
 
+// The option loop `cache` and `implib` share: -h/--help, --json, and
+// OPTION VALUE pairs for the names in `valued`, handed to `on_value`
+// (which returns -1 to go on, or an exit code). Returns -1 to go on.
+int parse_options(int argc, char **argv, int start, const char *cmd, const char *help,
+                  const std::vector<std::string> &valued, bool &json,
+                  const std::function<int(const std::string &, const std::string &)> &on_value) {
+  for (int i = start; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "-h" || a == "--help")
+      return std::fputs(help, stdout), kOk;
+    if (a == "--json") {
+      json = true;
+      continue;
+    }
+    if (std::find(valued.begin(), valued.end(), a) == valued.end())
+      return usage_error("unknown option '" + a + "'", cmd);
+    if (i + 1 >= argc)
+      return usage_error("option " + a + " needs a value", cmd);
+    int rc = on_value(a, argv[++i]);
+    if (rc >= 0)
+      return rc;
+  }
+  return -1;
+}
+
 int cmd_cache(int argc, char **argv) {
   if (argc < 1)
     return usage_error("name an action: stats, verify, prune or clear", "cache");
@@ -667,38 +699,31 @@ int cmd_cache(int argc, char **argv) {
                        "cache");
   hotlink::cache::Config config;
   bool json = false;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "-h" || a == "--help")
-      return std::fputs(kCacheHelp, stdout), kOk;
-    if (a == "--json") {
-      json = true;
-      continue;
-    }
-    if (a != "--dir" && a != "--max-bytes" && a != "--max-entries" && a != "--max-age")
-      return usage_error("unknown option '" + a + "'", "cache");
-    if (i + 1 >= argc)
-      return usage_error("option " + a + " needs a value", "cache");
-    std::string v = argv[++i];
-    unsigned long n = 0;
-    if (a == "--dir") {
-      config.dir = v;
-    } else if (a == "--max-bytes") {
-      if (!parse_size(v, config.limits.max_bytes) || config.limits.max_bytes == 0)
-        return usage_error("--max-bytes takes a size such as 512M, not '" + v + "'", "cache");
-    } else if (!parse_unsigned(v, n)) {
-      return usage_error(a + " takes a number, not '" + v + "'", "cache");
-    } else if (a == "--max-entries") {
-      config.limits.max_entries = n;
-    } else {
-      config.limits.max_age = std::chrono::seconds(n);
-    }
-  }
+  int rc0 = parse_options(
+      argc, argv, 1, "cache", kCacheHelp, {"--dir", "--max-bytes", "--max-entries", "--max-age"},
+      json, [&](const std::string &a, const std::string &v) {
+        unsigned long n = 0;
+        if (a == "--dir") {
+          config.dir = v;
+        } else if (a == "--max-bytes") {
+          if (!parse_size(v, config.limits.max_bytes) || config.limits.max_bytes == 0)
+            return usage_error("--max-bytes takes a size such as 512M, not '" + v + "'", "cache");
+        } else if (!parse_unsigned(v, n)) {
+          return usage_error(a + " takes a number, not '" + v + "'", "cache");
+        } else if (a == "--max-entries") {
+          config.limits.max_entries = n;
+        } else {
+          config.limits.max_age = std::chrono::seconds(n);
+        }
+        return -1;
+      });
+  if (rc0 >= 0)
+    return rc0;
   if (config.dir.empty())
     return usage_error("missing --dir DIR", "cache");
   auto opened = hotlink::cache::Cache::open(config);
   if (!opened)
-    return cache_error(opened.error(), json);
+    return print_error(opened.error(), json);
   hotlink::cache::Cache &cache = *opened.value();
   llvm::json::Object out{{"dir", cache.config().dir}, {"ok", true}};
   int rc = kOk;
@@ -775,6 +800,74 @@ int cmd_cache(int argc, char **argv) {
   return rc;
 }
 
+const char *kImplibHelp = R"(usage: hotlink implib --def FILE.def --machine x64|x86|arm64 -o OUT.lib [options]
+
+Writes the import library of the DLL that FILE.def describes, as
+`llvm-lib /def:` does, so that objects can be linked against the DLL
+without its SDK (hotlink link -l OUT.lib ...).
+
+options:
+  --dll NAME     the DLL's file name (default: the .def's LIBRARY line)
+  --json         print the result as JSON on stdout
+  -h, --help     this help
+
+exit codes: 0 written, 2 bad usage or a bad .def (the error names the line).
+)";
+
+int cmd_implib(int argc, char **argv) {
+  std::string def, machine, out, dll;
+  bool json = false;
+  int rc0 = parse_options(argc, argv, 0, "implib", kImplibHelp, {"--def", "--machine", "-o", "--dll"},
+                          json, [&](const std::string &a, const std::string &v) {
+                            (a == "--def" ? def : a == "--machine" ? machine : a == "-o" ? out : dll) = v;
+                            return -1;
+                          });
+  if (rc0 >= 0)
+    return rc0;
+  if (def.empty() || machine.empty() || out.empty())
+    return usage_error("--def, --machine and -o are required", "implib");
+  auto text = llvm::MemoryBuffer::getFile(def, /*IsText=*/true);
+  auto fail = [&](const hotlink::Error &e) { return print_error(e, json); };
+  if (!text)
+    return fail(hotlink::make_error(hotlink::ErrorCode::InputNotFound,
+                                    "cannot read: " + text.getError().message(), def, "--def",
+                                    "check the path"));
+  auto lib = hotlink::import_library_from_def((*text)->getBuffer().str(), def, machine, dll);
+  if (!lib)
+    return fail(lib.error());
+  // Atomically: a temporary beside OUT, then rename.
+  std::string temp = out + ".tmp-" + std::to_string(::getpid());
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(temp, ec, llvm::sys::fs::OF_None);
+    if (!ec) {
+      os.write(reinterpret_cast<const char *>(lib->bytes.data()), lib->bytes.size());
+      os.close();
+      if (os.has_error())
+        ec = os.error();
+    }
+    if (ec || std::rename(temp.c_str(), out.c_str()) != 0) {
+      std::remove(temp.c_str());
+      return fail(hotlink::make_error(hotlink::ErrorCode::OutputError,
+                                      "cannot write: " + (ec ? ec.message() : std::string(std::strerror(errno))),
+                                      out, "-o", "choose a directory you can write to"));
+    }
+  }
+  if (json) {
+    llvm::json::Array ex;
+    for (const std::string &e : lib->exports)
+      ex.push_back(e);
+    llvm::outs() << llvm::formatv("{0:2}", llvm::json::Value(llvm::json::Object{
+                                              {"ok", true}, {"implib", out},
+                                              {"dll", lib->dll_name}, {"exports", std::move(ex)}}))
+                 << "\n";
+  } else {
+    std::printf("wrote %s: %zu imports from %s\n", out.c_str(), lib->exports.size(),
+                lib->dll_name.c_str());
+  }
+  return kOk;
+}
+
 int cmd_targets(int argc, char **argv) {
   for (const std::string &t : hotlink::supported_targets())
     std::printf("%s\n", t.c_str());
@@ -798,6 +891,8 @@ int main(int argc, char **argv) {
     return cmd_verify(argc - 2, argv + 2);
   if (cmd == "cache")
     return cmd_cache(argc - 2, argv + 2);
+  if (cmd == "implib")
+    return cmd_implib(argc - 2, argv + 2);
   if (cmd == "targets")
     return cmd_targets(argc - 2, argv + 2);
   std::fprintf(stderr, "hotlink: unknown command '%s'\n\n%s", cmd.c_str(), kTopHelp);

@@ -1,0 +1,104 @@
+#include "linker/implib.h"
+
+#include "llvm/Object/COFFImportFile.h"
+#include "llvm/Object/COFFModuleDefinition.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <unistd.h>
+
+namespace hotlink {
+
+namespace {
+
+bool machine_of(const std::string &m, llvm::COFF::MachineTypes &out) {
+  if (m == "x64" || m == "amd64" || m == "x86_64")
+    out = llvm::COFF::IMAGE_FILE_MACHINE_AMD64;
+  else if (m == "x86" || m == "i386" || m == "i686")
+    out = llvm::COFF::IMAGE_FILE_MACHINE_I386;
+  else if (m == "arm64" || m == "aarch64")
+    out = llvm::COFF::IMAGE_FILE_MACHINE_ARM64;
+  else
+    return false;
+  return true;
+}
+
+llvm::Expected<llvm::object::COFFModuleDefinition> parse(const std::string &text,
+                                                         llvm::COFF::MachineTypes machine) {
+  return llvm::object::parseCOFFModuleDefinition(llvm::MemoryBufferRef(text, "def"), machine,
+                                                 /*MingwDef=*/false);
+}
+
+} // namespace
+
+Expected<ImportLibrary> import_library_from_def(const std::string &def_text,
+                                                const std::string &def_name,
+                                                const std::string &machine,
+                                                const std::string &dll_name) {
+  llvm::COFF::MachineTypes m;
+  if (!machine_of(machine, m))
+    return make_error(ErrorCode::BadRequest, "unknown machine '" + machine + "'", def_name,
+                      "--machine", "use x64, x86 or arm64");
+  auto def = parse(def_text, m);
+  if (!def) {
+    std::string why = llvm::toString(def.takeError());
+    // LLVM's parser does not say where: the first line whose prefix of the
+    // file fails to parse is the line at fault.
+    std::size_t line = 0, pos = 0;
+    while (pos <= def_text.size()) {
+      std::size_t nl = def_text.find('\n', pos);
+      std::size_t end = nl == std::string::npos ? def_text.size() : nl + 1;
+      ++line;
+      auto prefix = parse(def_text.substr(0, end), m);
+      if (!prefix) {
+        llvm::consumeError(prefix.takeError());
+        break;
+      }
+      if (nl == std::string::npos)
+        break;
+      pos = end;
+    }
+    return make_error(ErrorCode::InvalidInput,
+                      "line " + std::to_string(line) + ": " + why, def_name, {},
+                      "fix the module-definition syntax (LIBRARY name, then EXPORTS with one "
+                      "name per line: name[=internal] [@ordinal] [NONAME] [DATA] [PRIVATE])");
+  }
+  ImportLibrary out;
+  out.dll_name = dll_name.empty() ? def->OutputFile : dll_name;
+  if (out.dll_name.empty())
+    return make_error(ErrorCode::BadRequest, "the .def has no LIBRARY name", def_name, "--dll",
+                      "add a LIBRARY line or pass the DLL's name (--dll NAME.dll)");
+  if (def->Exports.empty())
+    return make_error(ErrorCode::InvalidInput, "the .def exports nothing", def_name, {},
+                      "list the DLL's exports under EXPORTS");
+  for (const llvm::object::COFFShortExport &e : def->Exports)
+    out.exports.push_back(e.Name);
+
+  // The writer wants a path: a private temporary, read back and removed.
+  llvm::SmallString<128> temp;
+  int fd = -1;
+  if (auto ec = llvm::sys::fs::createTemporaryFile("hotlink-implib", "lib", fd, temp))
+    return make_error(ErrorCode::OutputError, "cannot create a temporary file: " + ec.message(),
+                      def_name);
+  ::close(fd);
+  llvm::Error err = llvm::object::writeImportLibrary(out.dll_name, temp, def->Exports, m,
+                                                     /*MinGW=*/false);
+  if (err) {
+    llvm::sys::fs::remove(temp);
+    return make_error(ErrorCode::OutputError,
+                      "cannot write the import library: " + llvm::toString(std::move(err)),
+                      def_name);
+  }
+  auto buf = llvm::MemoryBuffer::getFile(temp, /*IsText=*/false,
+                                         /*RequiresNullTerminator=*/false);
+  llvm::sys::fs::remove(temp);
+  if (!buf)
+    return make_error(ErrorCode::OutputError,
+                      "cannot read the import library back: " + buf.getError().message(),
+                      def_name);
+  const auto *p = reinterpret_cast<const std::uint8_t *>((*buf)->getBufferStart());
+  out.bytes.assign(p, p + (*buf)->getBufferSize());
+  return out;
+}
+
+} // namespace hotlink
