@@ -286,6 +286,56 @@ Expected<Member> describe(const Binary &b, const std::string &name) {
 
 } // namespace
 
+// COFF: the /DEFAULTLIB (or -defaultlib:) names in the .drectve section.
+void collect_default_libs(const ObjectFile &obj, std::vector<std::string> &out) {
+  const auto *c = dyn_cast<COFFObjectFile>(&obj);
+  if (!c)
+    return;
+  for (const SectionRef &sec : c->sections()) {
+    auto name = sec.getName();
+    if (!name || *name != ".drectve") {
+      if (!name)
+        consumeError(name.takeError());
+      continue;
+    }
+    auto contents = sec.getContents();
+    if (!contents) {
+      consumeError(contents.takeError());
+      continue;
+    }
+    StringRef text = *contents;
+    while (!text.empty()) {
+      text = text.ltrim(" \t\r\n");
+      if (text.empty())
+        break;
+      std::string token;
+      bool quoted = false;
+      std::size_t i = 0;
+      for (; i < text.size(); ++i) {
+        char ch = text[i];
+        if (ch == '"') {
+          quoted = !quoted;
+          continue;
+        }
+        if (!quoted && (ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n'))
+          break;
+        token += ch;
+      }
+      text = text.drop_front(i);
+      std::string lower = StringRef(token).lower();
+      for (const char *prefix : {"/defaultlib:", "-defaultlib:"}) {
+        if (!StringRef(lower).starts_with(prefix))
+          continue;
+        std::string lib = lower.substr(std::strlen(prefix));
+        if (StringRef(lib).ends_with(".lib"))
+          lib.resize(lib.size() - 4);
+        if (!lib.empty() && std::find(out.begin(), out.end(), lib) == out.end())
+          out.push_back(lib);
+      }
+    }
+  }
+}
+
 Expected<ObjectInfo> read_object(const void *data, std::size_t size,
                                  const std::string &name) {
   if (size == 0)
@@ -335,6 +385,8 @@ Expected<ObjectInfo> read_object(const void *data, std::size_t size,
       auto ok = collect(*sf, member, name, info.symbols);
       if (!ok)
         return ok.take_error();
+      if (auto *o = dyn_cast<ObjectFile>(sf))
+        collect_default_libs(*o, info.default_libs);
     }
     if (err)
       return invalid(name, "corrupt archive: " + message_of(std::move(err)));
@@ -365,6 +417,7 @@ Expected<ObjectInfo> read_object(const void *data, std::size_t size,
   auto ok = collect(*obj, {}, name, info.symbols);
   if (!ok)
     return ok.take_error();
+  collect_default_libs(*obj, info.default_libs);
   return info;
 }
 

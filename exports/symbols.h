@@ -39,6 +39,9 @@ struct ObjectInfo {
   Arch arch = Arch::Unknown;
   FileKind kind = FileKind::Other;
   std::vector<Symbol> symbols; // global and undefined symbols only
+  // COFF: the libraries the object's /DEFAULTLIB directives name, lowercase
+  // and without ".lib" (e.g. "msvcrt", "oldnames"), in order, once each.
+  std::vector<std::string> default_libs;
 };
 
 // Reads a relocatable object or an archive of them. For an archive, the

@@ -50,6 +50,12 @@ enum class Execution { Auto, InProcess, Isolated };
 // for COFF (a DLL must resolve everything) and wasm.
 enum class Undefined { TargetDefault, Error, Allow };
 
+// COFF with a sysroot: which C runtime's import library resolves CRT calls.
+// Auto is the UCRT (ucrtbase.dll; what MSVC has targeted since 2015, and
+// what /DEFAULTLIB:msvcrt means in MSVC objects); Msvcrt is the legacy
+// msvcrt.dll that mingw-w64 toolchains built for it target.
+enum class WindowsCrt { Auto, Ucrt, Msvcrt };
+
 struct LinkRequest {
   std::string target;                 // LLVM triple; empty = the host
   std::vector<Input> inputs;
@@ -63,7 +69,15 @@ struct LinkRequest {
   bool want_implib = false;  // COFF: return it in LinkResult::implib
   std::vector<std::string> libraries; // -l names (or archive paths)
   std::vector<std::string> library_paths;
+  // COFF: a mingw-w64 sysroot (e.g. /usr/x86_64-w64-mingw32) or an MSVC /
+  // Windows SDK library folder. With it, CRT and Win32 calls resolve
+  // against its import libraries (LinkResult::system_libraries says which).
   std::string sysroot;
+  WindowsCrt windows_crt = WindowsCrt::Auto;
+  // COFF: link a console executable starting at `entry` instead of a DLL
+  // (e.g. a small host program that loads JIT DLLs).
+  bool executable = false;
+  std::string entry;
   std::vector<std::string> extra_flags; // raw lld flags, appended last
   unsigned threads = 1;               // lld's thread count
   Undefined undefined = Undefined::TargetDefault;
@@ -108,6 +122,11 @@ struct LinkResult {
   std::vector<std::uint8_t> implib;    // the import library, when asked for
                                        // without an implib_output path
   std::vector<std::string> support_objects; // symbols hotlink provided
+  std::vector<std::string> system_libraries; // COFF sysroot: libraries that
+                                             // resolved a symbol
+  std::vector<std::string> import_thunks;    // COFF sysroot: functions made
+                                             // callable from __imp_ entries
+  std::string windows_crt;                   // "ucrt" or "msvcrt", with a sysroot
   std::vector<Diagnostic> diagnostics; // everything lld said
   std::string executed_by;             // "in-process", "worker" or "cache"
   CacheUse cache = CacheUse::Off;

@@ -215,6 +215,26 @@ Expected<Plan> plan_link(const LinkRequest &req, Timings &timings, bool digest_i
   if (!req.sysroot.empty() && !is_dir(req.sysroot))
     return make_error(ErrorCode::BadRequest, "sysroot is not a directory",
                       req.sysroot, "--sysroot", "pass an existing directory");
+  if (req.executable && tgt.format != Format::COFF)
+    return make_error(ErrorCode::BadRequest,
+                      "executables are linked for COFF targets only, not " + tgt.triple, {},
+                      "--exe", "link a shared object, or target -windows-msvc");
+  if (req.executable && req.entry.empty())
+    return make_error(ErrorCode::BadRequest, "an executable needs an entry point", {}, "--entry",
+                      "name the function the program starts at (--entry NAME)");
+  if (tgt.format == Format::COFF && !req.sysroot.empty()) {
+    std::vector<std::string> names;
+    for (const Loaded &l : loaded)
+      names.push_back(l.display);
+    std::vector<std::string> provided;
+    if (req.support_objects)
+      provided = support_symbols(tgt);
+    auto w = plan_windows_libraries(tgt, req, infos, names, provided);
+    if (!w)
+      return w.take_error();
+    plan.windows = std::move(w.value());
+    plan.diagnostics = plan.windows->diagnostics;
+  }
   timings.validate_ms = ms_since(t0);
   auto t1 = std::chrono::steady_clock::now();
 
@@ -245,8 +265,13 @@ Expected<Plan> plan_link(const LinkRequest &req, Timings &timings, bool digest_i
       a.push_back(plain("--sysroot=" + req.sysroot));
     break;
   case Format::COFF:
-    a.push_back(plain("-dll"));
-    a.push_back(plain("-noentry"));
+    if (req.executable) {
+      a.push_back(plain("-entry:" + req.entry));
+      a.push_back(plain("-subsystem:console"));
+    } else {
+      a.push_back(plain("-dll"));
+      a.push_back(plain("-noentry"));
+    }
     a.push_back(plain("-nodefaultlib"));
     a.push_back(plain("-Brepro"));
     a.push_back(plain(tgt.arch == exports::Arch::X86_64 ? "-machine:x64"
@@ -258,11 +283,9 @@ Expected<Plan> plan_link(const LinkRequest &req, Timings &timings, bool digest_i
     a.push_back(in_dir("-out:", out_name));
     if (req.undefined == Undefined::Allow)
       a.push_back(plain("-force:unresolved"));
-    if (!req.sysroot.empty()) {
-      a.push_back(plain("-libpath:" + req.sysroot));
-      if (is_dir(req.sysroot + "/lib"))
-        a.push_back(plain("-libpath:" + req.sysroot + "/lib"));
-    }
+    if (plan.windows)
+      for (const std::string &d : plan.windows->lib_dirs)
+        a.push_back(plain("-libpath:" + d));
     break;
   case Format::MachO:
     a.push_back(plain("-dylib"));
@@ -407,6 +430,20 @@ Expected<Plan> plan_link(const LinkRequest &req, Timings &timings, bool digest_i
     else
       a.push_back(plain("-l" + lib));
   }
+  // The sysroot's libraries after the user's, and the thunks for functions
+  // they offer only as __imp_ entries.
+  if (plan.windows) {
+    if (!plan.windows->thunks.empty()) {
+      auto obj = import_thunks(tgt, plan.windows->thunks);
+      if (!obj)
+        return obj.take_error();
+      job.files.emplace_back("import-thunks.obj", std::move(obj.value()));
+      a.push_back(in_dir("", "import-thunks.obj"));
+      job.display_names.emplace_back("import-thunks.obj", "<hotlink import thunks>");
+    }
+    for (const std::string &lib : plan.windows->link)
+      a.push_back(plain(lib));
+  }
   for (const std::string &f : req.extra_flags)
     a.push_back(plain(f));
   timings.prepare_ms = ms_since(t1);
@@ -499,7 +536,9 @@ Error link_error(const std::vector<Diagnostic> &diags,
     if (d.message.find("undefined symbol") != std::string::npos) {
       code = ErrorCode::UndefinedSymbol;
       hint = "add the object or library that defines it, or allow undefined "
-             "symbols where the target permits (--allow-undefined)";
+             "symbols where the target permits (--allow-undefined); for a Windows "
+             "DLL calling the CRT or Win32, link against a sysroot (--sysroot "
+             "/usr/x86_64-w64-mingw32, Debian mingw-w64-x86-64-dev)";
     } else if (d.message.find("duplicate symbol") != std::string::npos) {
       code = ErrorCode::DuplicateSymbol;
       hint = "remove one of the definitions, or make it weak or static";
@@ -634,6 +673,14 @@ cache::Key link_key(const LinkRequest &req, const Plan &plan) {
   k.add("undefined", static_cast<std::uint64_t>(req.undefined));
   k.add("implib", std::uint64_t(!plan.job.implib_name.empty()));
   k.add("sysroot", req.sysroot);
+  k.add("executable", req.executable ? "entry:" + req.entry : std::string("no"));
+  if (plan.windows) {
+    k.add("windows-crt", plan.windows->crt);
+    for (const std::string &f : plan.windows->fingerprints)
+      k.add("system-library", f);
+    for (const std::string &t : plan.windows->thunks)
+      k.add("import-thunk", t);
+  }
   for (const std::string &p : req.library_paths)
     k.add("library-path", p);
   for (const std::string &lib : req.libraries) {

@@ -7,8 +7,10 @@
 #include "linker/job.h"
 #include "linker/linker.h"
 #include "linker/target.h"
+#include "linker/windows.h"
 #include "cache/cache.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +25,8 @@ struct Plan {
   std::vector<std::string> support_objects; // symbols hotlink provides
   bool needs_worker = false; // e.g. -mllvm: a bad value exits the process
   std::vector<std::string> input_digests;   // BLAKE3 of each input (caching)
+  std::optional<WindowsLibraries> windows;  // COFF with a sysroot
+  std::vector<Diagnostic> diagnostics;      // notes and warnings of planning
 };
 
 // With `digest_inputs`, also hashes every input's bytes (for the cache key).

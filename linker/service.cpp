@@ -199,6 +199,13 @@ LinkResult LinkService::Impl::link(const LinkRequest &req) {
   res.support_objects = plan->support_objects;
   for (const std::string &w : plan->warnings)
     res.diagnostics.push_back(Diagnostic{Severity::Warning, w, req.def_input, {}});
+  for (const Diagnostic &d : plan->diagnostics)
+    res.diagnostics.push_back(d);
+  if (plan->windows) {
+    res.system_libraries = plan->windows->used;
+    res.import_thunks = plan->windows->thunks;
+    res.windows_crt = plan->windows->crt;
+  }
 
   // Every file the link publishes is reserved before lld runs, so that an
   // unwritable destination fails early and nothing is published partially.

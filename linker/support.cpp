@@ -214,4 +214,26 @@ Expected<std::vector<std::uint8_t>> support_object(const TargetInfo &target,
   return obj;
 }
 
+Expected<std::vector<std::uint8_t>> import_thunks(const TargetInfo &target,
+                                                  const std::vector<std::string> &symbols) {
+  if (target.format != Format::COFF)
+    return make_error(ErrorCode::Internal, "import thunks are for COFF, not " + target.triple);
+  std::string source;
+  for (const std::string &sym : symbols) {
+    // Quoted: decorated names (@, ?) are valid symbols but not identifiers.
+    std::string q = "\"" + sym + "\"", imp = "\"__imp_" + sym + "\"";
+    source += coff_function_header(q);
+    switch (target.arch) {
+    case Arch::X86_64: source += "  jmpq *" + imp + "(%rip)\n"; break;
+    case Arch::X86: source += "  jmpl *" + imp + "\n"; break;
+    case Arch::AArch64:
+      source += "  adrp x16, " + imp + "\n  ldr x16, [x16, :lo12:" + imp + "]\n  br x16\n";
+      break;
+    default:
+      return make_error(ErrorCode::Internal, "no import thunks for " + target.triple);
+    }
+  }
+  return assemble(target.triple, source);
+}
+
 } // namespace hotlink::detail

@@ -21,6 +21,11 @@ std::vector<std::string> support_symbols(const TargetInfo &target);
 Expected<std::vector<std::uint8_t>> support_object(const TargetInfo &target,
                                                    const std::string &symbol);
 
+// One object with a jump thunk `S: jmp *__imp_S` for each symbol (COFF
+// x64, i386, arm64), for functions an import library offers only as __imp_.
+Expected<std::vector<std::uint8_t>> import_thunks(const TargetInfo &target,
+                                                  const std::vector<std::string> &symbols);
+
 // Assembles `source` for `triple` with LLVM MC into an object file. Errors
 // carry the assembler's message.
 Expected<std::vector<std::uint8_t>> assemble(const std::string &triple,

@@ -1,6 +1,6 @@
 // Artifacts for other targets, run by a real loader where this host has one
-// (wasm modules instantiated by Node.js) and checked structurally where it
-// has none (Mach-O dylibs).
+// (Windows DLLs under Wine, wasm modules in Node.js) and checked structurally
+// where it has none (Mach-O dylibs).
 #include "exports/symbols.h"
 #include "linker/implib.h"
 #include "linker/linker.h"
@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <sys/stat.h>
 
 namespace hotlink {
 namespace {
@@ -220,6 +221,181 @@ TEST(ImportLibrary, BadDefsAndMachinesAreNamed) {
                    "x86", "-o", dir + "/foo.lib"});
   EXPECT_EQ(cli.code, 0) << cli.err;
   EXPECT_TRUE(test::exists(dir + "/foo.lib"));
+}
+
+
+// ---------------------------------------------------------------------------
+// Windows DLLs from JIT objects, on this Linux host, run by Wine.
+
+std::string source_file(const std::string &rel) {
+  Bytes b = test::read_file(std::string(HOTLINK_TEST_SOURCE_DIR) + "/test/windows/" + rel);
+  return std::string(b.begin(), b.end());
+}
+
+const char *kWin64 = "x86_64-pc-windows-msvc";
+
+std::string coff_imports(const std::string &path) {
+  test::Run r = test::run({HOTLINK_TEST_LLVM_READOBJ, "--coff-imports", path});
+  EXPECT_EQ(r.code, 0) << r.err;
+  return r.out;
+}
+
+// Runs `exe` under Wine in its directory, with a prefix kept in the build
+// tree (created on first use).
+test::Run wine(const std::string &dir, const std::string &exe) {
+  std::string prefix = std::string(HOTLINK_TEST_FIXTURE_DIR) + "/../wine-prefix";
+  return test::run({"/bin/sh", "-c",
+                    "cd '" + dir + "' && WINEPREFIX='" + prefix + "' WINEDEBUG=-all '" +
+                        HOTLINK_TEST_WINE64 + "' '" + exe + "'"});
+}
+
+TEST(WindowsDll, KernelCallingCrtAndWin32RunsUnderWine) {
+  LinkService svc;
+  std::string host_dir = test::temp_dir();
+  LinkRequest host;
+  host.target = kWin64;
+  host.inputs.push_back(Input::memory(
+      "host.obj", test::compile_c(kWin64, source_file("host.c"), {"-ffreestanding", "-fno-builtin"})));
+  host.sysroot = HOTLINK_TEST_MINGW_SYSROOT;
+  host.executable = true;
+  host.entry = "start";
+  host.exports = ExportPolicy::none();
+  host.output_path = host_dir + "/host.exe";
+  LinkResult h = svc.link(host);
+  ASSERT_TRUE(h.ok()) << h.error->to_string();
+  EXPECT_EQ(h.system_libraries, (std::vector<std::string>{"libkernel32.a"}));
+
+  Bytes kernel_obj = test::compile_c(kWin64, source_file("kernel.c"));
+  for (WindowsCrt crt : {WindowsCrt::Auto, WindowsCrt::Msvcrt}) {
+    bool ucrt = crt == WindowsCrt::Auto;
+    SCOPED_TRACE(ucrt ? "ucrt" : "msvcrt");
+    std::string dir = test::temp_dir();
+    LinkRequest req;
+    req.target = kWin64;
+    req.inputs.push_back(Input::memory("kernel.obj", kernel_obj));
+    req.sysroot = HOTLINK_TEST_MINGW_SYSROOT;
+    req.windows_crt = crt;
+    req.output_path = dir + "/kernel.dll";
+    req.def_output = dir + "/kernel.def";
+    req.implib_output = dir + "/kernel.lib";
+    LinkResult r = svc.link(req);
+    ASSERT_TRUE(r.ok()) << r.error->to_string();
+    EXPECT_EQ(r.windows_crt, ucrt ? "ucrt" : "msvcrt");
+    EXPECT_EQ(r.system_libraries,
+              (std::vector<std::string>{ucrt ? "libucrtbase.a" : "libmsvcrt.a", "libkernel32.a"}));
+    // mingw-w64 declares cosf as an __imp_-only import: hotlink made it
+    // callable; malloc, memcpy and free have thunks in the library.
+    EXPECT_EQ(r.import_thunks, (std::vector<std::string>{"cosf"}));
+    EXPECT_EQ(r.exports, (std::vector<std::string>{"f", "f_argv", "f_metadata"}));
+    std::string imports = coff_imports(req.output_path);
+    EXPECT_NE(imports.find(ucrt ? "Name: ucrtbase.dll" : "Name: msvcrt.dll"), std::string::npos)
+        << imports;
+    for (const char *sym : {"cosf", "malloc", "memcpy", "free", "GetCurrentProcessId"})
+      EXPECT_NE(imports.find(std::string("Symbol: ") + sym), std::string::npos) << sym;
+
+    test::write_file(dir + "/host.exe", test::read_file(host.output_path));
+    test::Run run = wine(dir, "host.exe");
+    ASSERT_EQ(run.code, 0) << run.out << run.err;
+    EXPECT_NE(run.out.find("metadata cosine version 1 arguments 3 input output n\n"),
+              std::string::npos)
+        << run.out;
+    // 2 cos(x) for x = 0, pi/3, pi, computed by the DLL's CRT under Wine.
+    EXPECT_NE(run.out.find("f_argv 3 2000 1000 -2000\n"), std::string::npos) << run.out;
+  }
+}
+
+TEST(WindowsDll, DefaultLibDirectivesAreReportedNotFatal) {
+  // -fms-runtime-lib=dll makes clang record /DEFAULTLIB:msvcrt.lib and
+  // /DEFAULTLIB:oldnames.lib, as MSVC's cl /MD does.
+  Bytes obj = test::compile_c(kWin64, source_file("kernel.c"), {"-fms-runtime-lib=dll"});
+  LinkService svc;
+  LinkRequest req;
+  req.target = kWin64;
+  req.inputs.push_back(Input::memory("kernel.obj", obj));
+  req.sysroot = HOTLINK_TEST_MINGW_SYSROOT;
+  LinkResult r = svc.link(req);
+  ASSERT_TRUE(r.ok()) << r.error->to_string();
+  bool crt_note = false, oldnames_warning = false;
+  for (const Diagnostic &d : r.diagnostics) {
+    crt_note |= d.severity == Severity::Note && d.symbol == "msvcrt" && d.file == "kernel.obj";
+    oldnames_warning |= d.severity == Severity::Warning && d.symbol == "oldnames" &&
+                        d.message.find("does not have") != std::string::npos;
+  }
+  EXPECT_TRUE(crt_note) << "the CRT directive was not reported";
+  EXPECT_TRUE(oldnames_warning) << "the missing oldnames library was not reported";
+}
+
+TEST(WindowsDll, MsvcSdkLayoutSysroot) {
+  // An MSVC-style layout, with import libraries made from .def files (no
+  // SDK here): um/x64/kernel32.lib, ucrt/x64/ucrt.lib, and an x86 folder
+  // that must be skipped.
+  std::string root = test::temp_dir() + "/sdk";
+  for (const char *d : {"/sdk", "/sdk/um", "/sdk/um/x64", "/sdk/um/x86", "/sdk/ucrt", "/sdk/ucrt/x64"})
+    ASSERT_EQ(::mkdir((root.substr(0, root.size() - 4) + d).c_str(), 0755), 0);
+  auto write_lib = [&](const std::string &path, const std::string &def, const char *machine) {
+    auto lib = import_library_from_def(def, path, machine);
+    ASSERT_TRUE(lib.ok()) << lib.error().to_string();
+    test::write_file(path, lib->bytes);
+  };
+  write_lib(root + "/um/x64/kernel32.lib", "LIBRARY KERNEL32.dll\nEXPORTS\n  GetCurrentProcessId\n", "x64");
+  write_lib(root + "/um/x86/kernel32.lib", "LIBRARY KERNEL32.dll\nEXPORTS\n  _GetCurrentProcessId@0\n", "x86");
+  write_lib(root + "/ucrt/x64/ucrt.lib",
+            "LIBRARY ucrtbase.dll\nEXPORTS\n  cosf\n  malloc\n  free\n  memcpy\n", "x64");
+  LinkService svc;
+  LinkRequest req;
+  req.target = kWin64;
+  req.inputs.push_back(Input::memory("kernel.obj", test::compile_c(kWin64, source_file("kernel.c"))));
+  req.sysroot = root;
+  std::string dir = test::temp_dir();
+  req.output_path = dir + "/kernel.dll";
+  LinkResult r = svc.link(req);
+  ASSERT_TRUE(r.ok()) << r.error->to_string();
+  EXPECT_EQ(r.system_libraries, (std::vector<std::string>{"ucrt.lib", "kernel32.lib"}));
+  EXPECT_TRUE(r.import_thunks.empty()) << "an MSVC import library has callable thunks";
+  std::string imports = coff_imports(req.output_path);
+  EXPECT_NE(imports.find("Name: ucrtbase.dll"), std::string::npos) << imports;
+  EXPECT_NE(imports.find("Name: KERNEL32.dll"), std::string::npos) << imports;
+}
+
+TEST(WindowsDll, BadSysrootsAreNamed) {
+  LinkService svc;
+  LinkRequest req;
+  req.target = kWin64;
+  req.inputs.push_back(Input::memory("kernel.obj", test::compile_c(kWin64, source_file("kernel.c"))));
+  req.sysroot = test::temp_dir() + "/nope";
+  LinkResult r = svc.link(req);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error->code, ErrorCode::BadRequest);
+  EXPECT_EQ(r.error->input, req.sysroot);
+
+  req.sysroot = test::temp_dir(); // exists, holds no import library
+  r = svc.link(req);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error->symbol, "--sysroot");
+  EXPECT_NE(r.error->message.find("no Windows import libraries"), std::string::npos)
+      << r.error->message;
+  EXPECT_NE(r.error->hint.find("mingw-w64"), std::string::npos);
+
+  req.sysroot = HOTLINK_TEST_MINGW_SYSROOT; // x64 libraries for an arm64 kernel
+  req.target = "aarch64-pc-windows-msvc";
+  req.inputs = {Input::memory("kernel.obj",
+                              test::compile_c(req.target, source_file("kernel.c")))};
+  r = svc.link(req);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error->code, ErrorCode::ArchMismatch) << r.error->to_string();
+  EXPECT_EQ(r.error->input, req.sysroot);
+  EXPECT_NE(r.error->message.find("libkernel32.a"), std::string::npos) << r.error->message;
+
+  LinkRequest exe = req;
+  exe.target = "x86_64-linux-gnu";
+  exe.sysroot.clear();
+  exe.inputs = {Input::memory("k.o", test::compile_c("x86_64-linux-gnu", "int f(void){return 0;}"))};
+  exe.executable = true;
+  exe.entry = "f";
+  exe.exports = ExportPolicy::none();
+  r = svc.link(exe);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error->symbol, "--exe") << r.error->to_string();
 }
 
 INSTANTIATE_TEST_SUITE_P(Arches, MachOStructure,

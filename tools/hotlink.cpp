@@ -69,7 +69,11 @@ options:
   --def-in FILE.def    COFF: merge FILE.def into the exports (its entries win)
   -L DIR               add a library search directory (repeatable)
   -l LIB               link library LIB (repeatable)
-  --sysroot DIR        sysroot for library lookup
+  --sysroot DIR        sysroot for library lookup; COFF: a mingw-w64 sysroot
+                       (/usr/x86_64-w64-mingw32) or an MSVC/SDK lib folder,
+                       whose CRT and Win32 import libraries resolve calls
+  --windows-crt C      COFF with --sysroot: ucrt (default) or msvcrt
+  --exe --entry NAME   COFF: link a console executable starting at NAME
   --flag FLAG          pass FLAG to lld as is (repeatable)
   --allow-undefined    allow undefined symbols (COFF, wasm)
   --no-undefined       refuse undefined symbols (ELF, Mach-O)
@@ -157,17 +161,24 @@ void print_json(const hotlink::LinkResult &r) {
                                        {"message", d.message},
                                        {"file", d.file},
                                        {"symbol", d.symbol}});
-  llvm::json::Array exports, support;
+  llvm::json::Array exports, support, syslibs, thunks;
   for (const std::string &e : r.exports)
     exports.push_back(e);
   for (const std::string &s : r.support_objects)
     support.push_back(s);
+  for (const std::string &s : r.system_libraries)
+    syslibs.push_back(s);
+  for (const std::string &s : r.import_thunks)
+    thunks.push_back(s);
   llvm::json::Object o{
       {"ok", r.ok()},
       {"target", r.target},
       {"artifact", r.artifact_path},
       {"exports", std::move(exports)},
       {"support_objects", std::move(support)},
+      {"system_libraries", std::move(syslibs)},
+      {"import_thunks", std::move(thunks)},
+      {"windows_crt", r.windows_crt},
       {"export_file", r.export_file},
       {"def", r.def_path},
       {"implib", r.implib_path},
@@ -284,10 +295,13 @@ int cmd_link(int argc, char **argv) {
       req.undefined = hotlink::Undefined::Error;
     } else if (a == "--no-support-objects") {
       req.support_objects = false;
+    } else if (a == "--exe") {
+      req.executable = true;
     } else if (a == "--target" || a == "-o" || a == "-L" || a == "-l" ||
                a == "--sysroot" || a == "--flag" || a == "--threads" ||
                a == "--timeout-ms" || a == "--def" || a == "--implib" || a == "--def-in" ||
-               a == "--cache" || a == "--cache-max-bytes") {
+               a == "--cache" || a == "--cache-max-bytes" || a == "--windows-crt" ||
+               a == "--entry") {
       if (!value(v))
         return usage_error("option " + a + " needs a value", "link");
       unsigned long n = 0;
@@ -301,6 +315,12 @@ int cmd_link(int argc, char **argv) {
       else if (a == "--sysroot") req.sysroot = v;
       else if (a == "--flag") req.extra_flags.push_back(v);
       else if (a == "--cache") cache_dir = v;
+      else if (a == "--entry") req.entry = v;
+      else if (a == "--windows-crt") {
+        if (v == "ucrt") req.windows_crt = hotlink::WindowsCrt::Ucrt;
+        else if (v == "msvcrt") req.windows_crt = hotlink::WindowsCrt::Msvcrt;
+        else return usage_error("--windows-crt takes ucrt or msvcrt, not '" + v + "'", "link");
+      }
       else if (a == "--cache-max-bytes") {
         if (!parse_size(v, limits.max_bytes) || limits.max_bytes == 0)
           return usage_error("--cache-max-bytes takes a size such as 512M, not '" + v + "'",

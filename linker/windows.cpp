@@ -1,0 +1,326 @@
+#include "linker/windows.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Object/Archive.h"
+#include "llvm/Object/COFF.h"
+#include "llvm/Object/COFFImportFile.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <unordered_set>
+
+namespace hotlink::detail {
+
+using exports::Arch;
+
+namespace {
+
+bool is_dir(const std::string &p) { return llvm::sys::fs::is_directory(p); }
+
+const char *mingw_dir(Arch a) {
+  switch (a) {
+  case Arch::X86: return "i686-w64-mingw32";
+  case Arch::AArch64: return "aarch64-w64-mingw32";
+  default: return "x86_64-w64-mingw32";
+  }
+}
+
+const char *msvc_arch(Arch a) {
+  switch (a) {
+  case Arch::X86: return "x86";
+  case Arch::AArch64: return "arm64";
+  default: return "x64";
+  }
+}
+
+// An archive's symbol table, read once per (path, size, mtime) per process.
+std::shared_ptr<const std::unordered_set<std::string>> archive_symbols(const std::string &path,
+                                                                        std::string &fingerprint) {
+  llvm::sys::fs::file_status st;
+  if (llvm::sys::fs::status(path, st))
+    return nullptr;
+  fingerprint = path + ":" + std::to_string(st.getSize()) + ":" +
+                std::to_string(llvm::sys::toTimeT(st.getLastModificationTime()));
+  static std::mutex mu;
+  static std::map<std::string, std::shared_ptr<const std::unordered_set<std::string>>> memo;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = memo.find(fingerprint);
+    if (it != memo.end())
+      return it->second;
+  }
+  auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
+  if (!buf)
+    return nullptr;
+  auto archive = llvm::object::Archive::create((*buf)->getMemBufferRef());
+  if (!archive) {
+    llvm::consumeError(archive.takeError());
+    return nullptr;
+  }
+  auto syms = std::make_shared<std::unordered_set<std::string>>();
+  for (const llvm::object::Archive::Symbol &s : (*archive)->symbols())
+    syms->insert(s.getName().str());
+  std::lock_guard<std::mutex> lock(mu);
+  memo[fingerprint] = syms;
+  return syms;
+}
+
+// The machine of an import library's first COFF member (0 if unknown).
+std::uint16_t archive_machine(const std::string &path) {
+  auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
+  if (!buf)
+    return 0;
+  auto archive = llvm::object::Archive::create((*buf)->getMemBufferRef());
+  if (!archive) {
+    llvm::consumeError(archive.takeError());
+    return 0;
+  }
+  llvm::Error err = llvm::Error::success();
+  std::uint16_t machine = 0;
+  for (const llvm::object::Archive::Child &c : (*archive)->children(err)) {
+    auto ref = c.getMemoryBufferRef();
+    if (!ref) {
+      llvm::consumeError(ref.takeError());
+      continue;
+    }
+    auto bin = llvm::object::createBinary(*ref);
+    if (!bin) {
+      llvm::consumeError(bin.takeError());
+      continue;
+    }
+    if (auto *imp = llvm::dyn_cast<llvm::object::COFFImportFile>(bin->get()))
+      machine = imp->getMachine();
+    else if (auto *obj = llvm::dyn_cast<llvm::object::COFFObjectFile>(bin->get()))
+      machine = obj->getMachine();
+    if (machine)
+      break;
+  }
+  llvm::consumeError(std::move(err));
+  return machine;
+}
+
+std::uint16_t machine_of(Arch a) {
+  switch (a) {
+  case Arch::X86: return llvm::COFF::IMAGE_FILE_MACHINE_I386;
+  case Arch::AArch64: return llvm::COFF::IMAGE_FILE_MACHINE_ARM64;
+  default: return llvm::COFF::IMAGE_FILE_MACHINE_AMD64;
+  }
+}
+
+const char *machine_name(std::uint16_t m) {
+  switch (m) {
+  case llvm::COFF::IMAGE_FILE_MACHINE_I386: return "x86";
+  case llvm::COFF::IMAGE_FILE_MACHINE_ARM64: return "arm64";
+  case llvm::COFF::IMAGE_FILE_MACHINE_AMD64: return "x64";
+  default: return "an unknown machine";
+  }
+}
+
+// The sysroot's library folders and how a library name maps to a file.
+struct Layout {
+  std::string kind;
+  std::vector<std::string> dirs;
+  std::map<std::string, std::string> files; // lowercase file name -> path
+
+  std::string find(const std::string &name) const { // name without prefix/extension
+    std::string lower = llvm::StringRef(name).lower();
+    for (const std::string &candidate :
+         kind == "mingw-w64" ? std::vector<std::string>{"lib" + lower + ".a", lower + ".lib"}
+                             : std::vector<std::string>{lower + ".lib"}) {
+      auto it = files.find(candidate);
+      if (it != files.end())
+        return it->second;
+    }
+    return {};
+  }
+};
+
+void index_dir(const std::string &dir, Layout &l) {
+  std::error_code ec;
+  bool any = false;
+  for (llvm::sys::fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::string file = llvm::sys::path::filename(it->path()).str();
+    std::string lower = llvm::StringRef(file).lower();
+    if (!llvm::StringRef(lower).ends_with(".a") && !llvm::StringRef(lower).ends_with(".lib"))
+      continue;
+    l.files.emplace(lower, it->path()); // the first folder wins
+    any = true;
+  }
+  if (any)
+    l.dirs.push_back(dir);
+}
+
+// Looks for a mingw-w64 layout, then an MSVC / Windows SDK one.
+std::optional<Layout> detect(const std::string &root, Arch arch) {
+  for (const std::string &d : {root, root + "/lib", root + "/" + mingw_dir(arch) + "/lib"}) {
+    if (llvm::sys::fs::exists(d + "/libkernel32.a")) {
+      Layout l;
+      l.kind = "mingw-w64";
+      index_dir(d, l);
+      return l;
+    }
+  }
+  // MSVC: folders up to four levels down that hold .lib files, skipping
+  // folders named for another architecture (Windows Kits/10/Lib/<ver>/um/x64,
+  // VC/Tools/MSVC/<ver>/lib/x64, or a flat folder).
+  Layout l;
+  l.kind = "msvc";
+  std::set<std::string> others = {"x86", "x64", "arm64", "arm", "arm64ec"};
+  others.erase(msvc_arch(arch));
+  std::vector<std::pair<std::string, int>> todo = {{root, 0}};
+  while (!todo.empty()) {
+    auto [dir, depth] = todo.back();
+    todo.pop_back();
+    index_dir(dir, l);
+    if (depth == 4)
+      continue;
+    std::error_code ec;
+    std::vector<std::string> subdirs;
+    for (llvm::sys::fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+      if (is_dir(it->path()) &&
+          !others.count(llvm::StringRef(llvm::sys::path::filename(it->path())).lower()))
+        subdirs.push_back(it->path());
+    std::sort(subdirs.rbegin(), subdirs.rend()); // visited in name order
+    for (const std::string &s : subdirs)
+      todo.emplace_back(s, depth + 1);
+  }
+  if (l.files.count("kernel32.lib"))
+    return l;
+  return std::nullopt;
+}
+
+bool is_crt_name(const std::string &n) {
+  static const std::set<std::string> crt = {"msvcrt", "msvcrtd", "libcmt", "libcmtd", "ucrt",
+                                            "ucrtd", "libucrt", "libucrtd", "vcruntime",
+                                            "vcruntimed", "libvcruntime", "libvcruntimed",
+                                            "msvcprt", "libcpmt"};
+  return crt.count(n) != 0;
+}
+
+} // namespace
+
+Expected<WindowsLibraries> plan_windows_libraries(const TargetInfo &tgt, const LinkRequest &req,
+                                                  const std::vector<exports::ObjectInfo> &inputs,
+                                                  const std::vector<std::string> &names,
+                                                  const std::vector<std::string> &provided) {
+  auto layout = detect(req.sysroot, tgt.arch);
+  if (!layout)
+    return make_error(ErrorCode::BadRequest,
+                      "has no Windows import libraries for " + std::string(msvc_arch(tgt.arch)) +
+                          " (no libkernel32.a, nor kernel32.lib in an MSVC / Windows SDK layout)",
+                      req.sysroot, "--sysroot",
+                      std::string("pass a mingw-w64 sysroot (Debian: /usr/") + mingw_dir(tgt.arch) +
+                          " from mingw-w64-" + (tgt.arch == Arch::X86 ? "i686" : "x86-64") +
+                          "-dev) or the folder holding the SDK's um/ and ucrt/ libraries");
+  // A sysroot for another architecture would fail inside lld with a less
+  // helpful message.
+  std::string kernel32 = layout->find("kernel32");
+  std::uint16_t m = archive_machine(kernel32);
+  if (m && m != machine_of(tgt.arch))
+    return make_error(ErrorCode::ArchMismatch,
+                      "holds import libraries for " + std::string(machine_name(m)) + " (" +
+                          kernel32 + "), but the target " + tgt.triple + " is " +
+                          msvc_arch(tgt.arch),
+                      req.sysroot, "--sysroot",
+                      std::string("pass the sysroot for ") + msvc_arch(tgt.arch) + " (mingw-w64: /usr/" +
+                          mingw_dir(tgt.arch) + ")");
+  WindowsLibraries w;
+  w.layout = layout->kind;
+  w.lib_dirs = layout->dirs;
+
+  // The CRT flavour: UCRT unless asked otherwise.
+  w.crt = req.windows_crt == WindowsCrt::Msvcrt ? "msvcrt" : "ucrt";
+  std::vector<std::string> crt_libs;
+  if (w.layout == "mingw-w64")
+    crt_libs = {w.crt == "ucrt" ? "ucrtbase" : "msvcrt"};
+  else
+    crt_libs = w.crt == "ucrt" ? std::vector<std::string>{"ucrt", "vcruntime"}
+                               : std::vector<std::string>{"msvcrt"};
+  std::vector<std::string> wanted = crt_libs;
+  wanted.push_back("kernel32");
+
+  // /DEFAULTLIB directives: CRT names map to the chosen CRT; others are
+  // linked when the sysroot has them and reported when it does not.
+  std::set<std::string> reported;
+  for (std::size_t i = 0; i < inputs.size(); ++i)
+    for (const std::string &lib : inputs[i].default_libs) {
+      if (!reported.insert(lib).second)
+        continue;
+      if (is_crt_name(lib)) {
+        w.diagnostics.push_back(Diagnostic{
+            Severity::Note,
+            "asks for the CRT library " + lib + " (/DEFAULTLIB); linked against the " + w.crt +
+                " import library of the " + w.layout + " sysroot (" + crt_libs.front() + ")",
+            names[i], lib});
+      } else if (!layout->find(lib).empty()) {
+        wanted.push_back(lib);
+      } else {
+        w.diagnostics.push_back(Diagnostic{
+            Severity::Warning,
+            "asks for " + lib + " (/DEFAULTLIB), which the sysroot does not have; ignored "
+            "(a symbol only it would define is reported as undefined)",
+            names[i], lib});
+      }
+    }
+
+  for (const std::string &name : wanted) {
+    std::string path = layout->find(name);
+    if (path.empty()) {
+      if (name == "kernel32" || name == crt_libs.front())
+        return make_error(ErrorCode::BadRequest,
+                          "has no " + name + " import library for the " + w.crt + " CRT",
+                          req.sysroot, "--sysroot",
+                          "use a complete sysroot, or choose the other CRT (windows_crt)");
+      continue;
+    }
+    if (std::find(w.link.begin(), w.link.end(), path) == w.link.end())
+      w.link.push_back(path);
+  }
+
+  // Which library resolves each undefined symbol, and which functions are
+  // only importable through __imp_ (a thunk makes them callable).
+  std::unordered_set<std::string> defined(provided.begin(), provided.end());
+  for (const exports::ObjectInfo &in : inputs)
+    for (const exports::Symbol &s : in.symbols)
+      if (s.defined)
+        defined.insert(s.name);
+  std::vector<std::string> undefined;
+  std::unordered_set<std::string> seen;
+  for (const exports::ObjectInfo &in : inputs)
+    for (const exports::Symbol &s : in.symbols)
+      if (!s.defined && !defined.count(s.name) && seen.insert(s.name).second)
+        undefined.push_back(s.name);
+  std::vector<bool> resolved(undefined.size(), false);
+  for (const std::string &path : w.link) {
+    std::string fp;
+    auto syms = archive_symbols(path, fp);
+    if (!fp.empty())
+      w.fingerprints.push_back(fp);
+    if (!syms)
+      continue;
+    bool used = false;
+    for (std::size_t i = 0; i < undefined.size(); ++i) {
+      if (resolved[i])
+        continue;
+      const std::string &u = undefined[i];
+      if (syms->count(u)) {
+        resolved[i] = used = true;
+      } else if (!llvm::StringRef(u).starts_with("__imp_") && syms->count("__imp_" + u)) {
+        resolved[i] = used = true;
+        w.thunks.push_back(u);
+      }
+    }
+    if (used)
+      w.used.push_back(llvm::sys::path::filename(path).str());
+  }
+  std::sort(w.thunks.begin(), w.thunks.end());
+  return w;
+}
+
+} // namespace hotlink::detail

@@ -1,0 +1,40 @@
+// Internal. Linking COFF against a Windows sysroot: a mingw-w64 sysroot
+// (lib<name>.a import libraries, e.g. /usr/x86_64-w64-mingw32) or an
+// MSVC / Windows SDK layout (<name>.lib under um/<arch>, ucrt/<arch>,
+// lib/<arch>, ...). Chooses the CRT's import library for the flavour, adds
+// kernel32 and the libraries /DEFAULTLIB directives name when the sysroot
+// has them, works out which library resolves each undefined symbol, and
+// which directly called functions exist only as __imp_ entries (mingw-w64
+// declares e.g. cosf that way) and need a jump thunk.
+#pragma once
+
+#include "exports/error.h"
+#include "exports/symbols.h"
+#include "linker/linker.h"
+#include "linker/target.h"
+
+#include <string>
+#include <vector>
+
+namespace hotlink::detail {
+
+struct WindowsLibraries {
+  std::string layout;                    // "mingw-w64" or "msvc"
+  std::string crt;                       // "ucrt" or "msvcrt"
+  std::vector<std::string> lib_dirs;     // searched for -l names too
+  std::vector<std::string> link;         // libraries for lld-link, in order
+  std::vector<std::string> used;         // file names of those that resolve a symbol
+  std::vector<std::string> thunks;       // symbols needing a jump thunk
+  std::vector<Diagnostic> diagnostics;   // /DEFAULTLIB notes and warnings
+  std::vector<std::string> fingerprints; // path, size and mtime of each library
+};
+
+// `inputs[i]` was read from the input named `names[i]`. `provided` are
+// symbols hotlink's support objects define.
+Expected<WindowsLibraries> plan_windows_libraries(const TargetInfo &target,
+                                                  const LinkRequest &request,
+                                                  const std::vector<exports::ObjectInfo> &inputs,
+                                                  const std::vector<std::string> &names,
+                                                  const std::vector<std::string> &provided);
+
+} // namespace hotlink::detail
