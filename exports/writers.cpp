@@ -65,16 +65,43 @@ Expected<std::vector<std::string>> write_wasm_flags(const std::vector<Export> &e
   return flags;
 }
 
-Expected<DefFile> parse_def(const std::string &text, Arch arch, const std::string &input) {
+namespace {
+
+llvm::Expected<llvm::object::COFFModuleDefinition> parse_module_definition(const std::string &text,
+                                                                           Arch arch) {
   llvm::COFF::MachineTypes m = arch == Arch::X86      ? llvm::COFF::IMAGE_FILE_MACHINE_I386
                                : arch == Arch::AArch64 ? llvm::COFF::IMAGE_FILE_MACHINE_ARM64
                                                        : llvm::COFF::IMAGE_FILE_MACHINE_AMD64;
-  auto buf = llvm::MemoryBuffer::getMemBuffer(text, input, /*RequiresNullTerminator=*/false);
-  auto parsed = llvm::object::parseCOFFModuleDefinition(*buf, m, /*MingwDef=*/false,
-                                                        /*AddUnderscores=*/false);
+  return llvm::object::parseCOFFModuleDefinition(llvm::MemoryBufferRef(text, "def"), m,
+                                                 /*MingwDef=*/false, /*AddUnderscores=*/false);
+}
+
+} // namespace
+
+std::size_t def_error_line(const std::string &text, Arch arch) {
+  std::size_t line = 0, pos = 0;
+  for (;;) {
+    std::size_t nl = text.find('\n', pos);
+    std::size_t end = nl == std::string::npos ? text.size() : nl + 1;
+    ++line;
+    auto prefix = parse_module_definition(text.substr(0, end), arch);
+    if (!prefix) {
+      llvm::consumeError(prefix.takeError());
+      return line;
+    }
+    if (nl == std::string::npos)
+      return 0;
+    pos = end;
+  }
+}
+
+Expected<DefFile> parse_def(const std::string &text, Arch arch, const std::string &input) {
+  auto parsed = parse_module_definition(text, arch);
   if (!parsed)
     return make_error(ErrorCode::InvalidInput,
-                      "not a valid module-definition file: " + llvm::toString(parsed.takeError()),
+                      "line " + std::to_string(def_error_line(text, arch)) +
+                          ": not a valid module-definition file: " +
+                          llvm::toString(parsed.takeError()),
                       input, {}, "see the LIBRARY/EXPORTS syntax of MSVC .def files");
   DefFile def;
   def.library = parsed->OutputFile;

@@ -48,6 +48,11 @@ struct DefFile {
 // Parses a module-definition file with LLVM's parser. Errors name `input`.
 Expected<DefFile> parse_def(const std::string &text, Arch arch, const std::string &input);
 
+// The 1-based line at which LLVM's module-definition parser first fails on
+// `text` (its errors do not say where): the first line whose prefix of the
+// file does not parse. 0 if the whole text parses.
+std::size_t def_error_line(const std::string &text, Arch arch);
+
 struct DefMerge {
   std::vector<Export> exports;       // the merged list
   std::vector<std::string> conflicts; // one sentence per conflict

@@ -1,5 +1,7 @@
 #include "linker/implib.h"
 
+#include "exports/writers.h"
+
 #include "llvm/Object/COFFImportFile.h"
 #include "llvm/Object/COFFModuleDefinition.h"
 #include "llvm/Support/FileSystem.h"
@@ -42,22 +44,10 @@ Expected<ImportLibrary> import_library_from_def(const std::string &def_text,
   auto def = parse(def_text, m);
   if (!def) {
     std::string why = llvm::toString(def.takeError());
-    // LLVM's parser does not say where: the first line whose prefix of the
-    // file fails to parse is the line at fault.
-    std::size_t line = 0, pos = 0;
-    while (pos <= def_text.size()) {
-      std::size_t nl = def_text.find('\n', pos);
-      std::size_t end = nl == std::string::npos ? def_text.size() : nl + 1;
-      ++line;
-      auto prefix = parse(def_text.substr(0, end), m);
-      if (!prefix) {
-        llvm::consumeError(prefix.takeError());
-        break;
-      }
-      if (nl == std::string::npos)
-        break;
-      pos = end;
-    }
+    exports::Arch arch = m == llvm::COFF::IMAGE_FILE_MACHINE_I386    ? exports::Arch::X86
+                         : m == llvm::COFF::IMAGE_FILE_MACHINE_ARM64 ? exports::Arch::AArch64
+                                                                     : exports::Arch::X86_64;
+    std::size_t line = exports::def_error_line(def_text, arch);
     return make_error(ErrorCode::InvalidInput,
                       "line " + std::to_string(line) + ": " + why, def_name, {},
                       "fix the module-definition syntax (LIBRARY name, then EXPORTS with one "

@@ -10,18 +10,8 @@
 #include "linker/linker.h"
 #include "linker/service.h"
 #include "loader/loader.h"
+#include "samples/jit.h"
 
-#include "llvm/ADT/SmallVector.h"
-#include "llvm/IR/LLVMContext.h"
-#include "llvm/IR/LegacyPassManager.h"
-#include "llvm/IR/Module.h"
-#include "llvm/IRReader/IRReader.h"
-#include "llvm/MC/TargetRegistry.h"
-#include "llvm/Support/SourceMgr.h"
-#include "llvm/Support/TargetSelect.h"
-#include "llvm/Support/raw_ostream.h"
-#include "llvm/Target/TargetMachine.h"
-#include "llvm/Target/TargetOptions.h"
 #include "llvm/TargetParser/Host.h"
 
 #include <chrono>
@@ -77,36 +67,6 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
       .count();
 }
 
-// The JIT: IR text -> an object file in memory, for the host, at -O2.
-hotlink::Expected<std::vector<std::uint8_t>> compile(const std::string &ir,
-                                                     const std::string &triple) {
-  llvm::InitializeNativeTarget();
-  llvm::InitializeNativeTargetAsmPrinter();
-  llvm::LLVMContext ctx;
-  llvm::SMDiagnostic diag;
-  auto mod = llvm::parseIR(llvm::MemoryBufferRef(ir, "pipeline.ll"), diag, ctx);
-  if (!mod)
-    return hotlink::make_error(hotlink::ErrorCode::InvalidInput, diag.getMessage().str(),
-                               "pipeline.ll");
-  std::string err;
-  const llvm::Target *t = llvm::TargetRegistry::lookupTarget(llvm::Triple(triple), err);
-  if (!t)
-    return hotlink::make_error(hotlink::ErrorCode::BadRequest, err, triple);
-  llvm::TargetOptions opts;
-  std::unique_ptr<llvm::TargetMachine> tm(t->createTargetMachine(
-      llvm::Triple(triple), "generic", "", opts, llvm::Reloc::PIC_, std::nullopt,
-      llvm::CodeGenOptLevel::Default));
-  mod->setDataLayout(tm->createDataLayout());
-  mod->setTargetTriple(llvm::Triple(triple));
-  llvm::SmallVector<char, 0> obj;
-  llvm::raw_svector_ostream os(obj);
-  llvm::legacy::PassManager pm;
-  if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
-    return hotlink::make_error(hotlink::ErrorCode::Internal, "cannot emit an object", triple);
-  pm.run(*mod);
-  return std::vector<std::uint8_t>(obj.begin(), obj.end());
-}
-
 } // namespace
 
 int main(int argc, char **argv) {
@@ -133,7 +93,7 @@ int main(int argc, char **argv) {
   hotlink::LinkService linker;
   auto fetched = cache->get_or_build(key, [&]() -> hotlink::Expected<hotlink::cache::Artifact> {
     auto tc = std::chrono::steady_clock::now();
-    auto obj = compile(kPipeline, triple);
+    auto obj = samples::compile_ir(kPipeline, triple);
     if (!obj)
       return obj.take_error();
     compile_ms = ms_since(tc);

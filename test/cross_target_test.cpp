@@ -357,6 +357,23 @@ TEST(WindowsDll, MsvcSdkLayoutSysroot) {
   EXPECT_NE(imports.find("Name: KERNEL32.dll"), std::string::npos) << imports;
 }
 
+TEST(WindowsDll, AUserDefWithASyntaxErrorNamesTheLine) {
+  std::string def = test::temp_dir() + "/user.def";
+  std::string text = "LIBRARY kernel.dll\nEXPORTS\n  f\n  f_argv @1 @2 ,\n";
+  test::write_file(def, Bytes(text.begin(), text.end()));
+  LinkService svc;
+  LinkRequest req;
+  req.target = kWin64;
+  req.inputs.push_back(Input::memory("kernel.obj", test::compile_c(kWin64, source_file("kernel.c"))));
+  req.sysroot = HOTLINK_TEST_MINGW_SYSROOT;
+  req.def_input = def;
+  LinkResult r = svc.link(req);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error->code, ErrorCode::InvalidInput);
+  EXPECT_EQ(r.error->input, def);
+  EXPECT_EQ(r.error->message.rfind("line 4:", 0), 0u) << r.error->message;
+}
+
 TEST(WindowsDll, BadSysrootsAreNamed) {
   LinkService svc;
   LinkRequest req;
