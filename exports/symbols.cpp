@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 
 using namespace llvm;
 using namespace llvm::object;
@@ -286,6 +287,70 @@ Expected<Member> describe(const Binary &b, const std::string &name) {
 
 } // namespace
 
+// COFF: marks the undefined symbols (from out[first] on) that every
+// relocation reaches through a call or a jump: x64/i386 REL32 after an E8
+// (call) or E9 (jmp) opcode, arm64 BRANCH26. Debug sections do not count.
+void mark_branch_only(const ObjectFile &obj, std::vector<Symbol> &out, std::size_t first) {
+  const auto *c = dyn_cast<COFFObjectFile>(&obj);
+  if (!c)
+    return;
+  std::map<std::string, bool> branch; // name -> all references are branches
+  for (const SectionRef &sec : c->sections()) {
+    auto sname = sec.getName();
+    if (!sname) {
+      consumeError(sname.takeError());
+      continue;
+    }
+    if (sname->starts_with(".debug"))
+      continue;
+    auto contents = sec.getContents();
+    if (!contents) {
+      consumeError(contents.takeError());
+      continue;
+    }
+    for (const RelocationRef &r : sec.relocations()) {
+      auto sym = r.getSymbol();
+      if (sym == c->symbol_end())
+        continue;
+      auto nm = sym->getName();
+      if (!nm) {
+        consumeError(nm.takeError());
+        continue;
+      }
+      std::uint64_t off = r.getOffset(), type = r.getType();
+      bool is_branch = false;
+      auto opcode_before = [&]() -> int {
+        return off >= 1 && off <= contents->size()
+                   ? static_cast<unsigned char>((*contents)[off - 1])
+                   : -1;
+      };
+      switch (c->getMachine()) {
+      case COFF::IMAGE_FILE_MACHINE_AMD64:
+        is_branch = type == COFF::IMAGE_REL_AMD64_REL32 &&
+                    (opcode_before() == 0xE8 || opcode_before() == 0xE9);
+        break;
+      case COFF::IMAGE_FILE_MACHINE_I386:
+        is_branch = type == COFF::IMAGE_REL_I386_REL32 &&
+                    (opcode_before() == 0xE8 || opcode_before() == 0xE9);
+        break;
+      case COFF::IMAGE_FILE_MACHINE_ARM64:
+        is_branch = type == COFF::IMAGE_REL_ARM64_BRANCH26;
+        break;
+      default:
+        break;
+      }
+      auto [it, fresh] = branch.emplace(nm->str(), is_branch);
+      if (!fresh)
+        it->second = it->second && is_branch;
+    }
+  }
+  for (std::size_t i = first; i < out.size(); ++i)
+    if (!out[i].defined) {
+      auto it = branch.find(out[i].name);
+      out[i].branch_only = it != branch.end() && it->second;
+    }
+}
+
 // COFF: the /DEFAULTLIB (or -defaultlib:) names in the .drectve section.
 void collect_default_libs(const ObjectFile &obj, std::vector<std::string> &out) {
   const auto *c = dyn_cast<COFFObjectFile>(&obj);
@@ -382,11 +447,14 @@ Expected<ObjectInfo> read_object(const void *data, std::size_t size,
       info.format = d->format;
       info.arch = d->arch;
       any = true;
+      std::size_t first = info.symbols.size();
       auto ok = collect(*sf, member, name, info.symbols);
       if (!ok)
         return ok.take_error();
-      if (auto *o = dyn_cast<ObjectFile>(sf))
+      if (auto *o = dyn_cast<ObjectFile>(sf)) {
         collect_default_libs(*o, info.default_libs);
+        mark_branch_only(*o, info.symbols, first);
+      }
     }
     if (err)
       return invalid(name, "corrupt archive: " + message_of(std::move(err)));
@@ -418,6 +486,7 @@ Expected<ObjectInfo> read_object(const void *data, std::size_t size,
   if (!ok)
     return ok.take_error();
   collect_default_libs(*obj, info.default_libs);
+  mark_branch_only(*obj, info.symbols, 0);
   return info;
 }
 

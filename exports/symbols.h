@@ -32,6 +32,9 @@ struct Symbol {
   bool hidden = false;   // hidden/internal visibility (ELF) or private
                          // extern (Mach-O): cannot be exported
   std::string member;    // archive member it came from, empty for objects
+  // COFF, undefined: every relocation against it is a call or a jump, so a
+  // jump thunk can stand in for it (a data reference could not use one).
+  bool branch_only = false;
 };
 
 struct ObjectInfo {

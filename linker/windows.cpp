@@ -291,16 +291,35 @@ Expected<WindowsLibraries> plan_windows_libraries(const TargetInfo &tgt, const L
       if (s.defined)
         defined.insert(s.name);
   std::vector<std::string> undefined;
-  std::unordered_set<std::string> seen;
+  std::unordered_set<std::string> seen, not_branch;
   for (const exports::ObjectInfo &in : inputs)
     for (const exports::Symbol &s : in.symbols)
-      if (!s.defined && !defined.count(s.name) && seen.insert(s.name).second)
-        undefined.push_back(s.name);
+      if (!s.defined && !defined.count(s.name)) {
+        if (seen.insert(s.name).second)
+          undefined.push_back(s.name);
+        if (!s.branch_only)
+          not_branch.insert(s.name);
+      }
+  // The user's libraries come first in the link, so they are scanned first
+  // (and may need thunks too); only the sysroot's are reported as used.
+  std::vector<std::string> scan;
+  for (const std::string &lib : req.libraries) {
+    std::string path = lib.find('/') != std::string::npos ? lib : layout->find(lib);
+    for (const std::string &dir : req.library_paths)
+      for (const std::string &f : {dir + "/" + lib, dir + "/" + lib + ".lib", dir + "/lib" + lib + ".a"})
+        if (path.empty() && llvm::sys::fs::is_regular_file(f))
+          path = f;
+    if (!path.empty())
+      scan.push_back(path);
+  }
+  std::size_t first_system = scan.size();
+  scan.insert(scan.end(), w.link.begin(), w.link.end());
   std::vector<bool> resolved(undefined.size(), false);
-  for (const std::string &path : w.link) {
+  for (std::size_t li = 0; li < scan.size(); ++li) {
+    const std::string &path = scan[li];
     std::string fp;
     auto syms = archive_symbols(path, fp);
-    if (!fp.empty())
+    if (!fp.empty() && li >= first_system)
       w.fingerprints.push_back(fp);
     if (!syms)
       continue;
@@ -312,11 +331,21 @@ Expected<WindowsLibraries> plan_windows_libraries(const TargetInfo &tgt, const L
       if (syms->count(u)) {
         resolved[i] = used = true;
       } else if (!llvm::StringRef(u).starts_with("__imp_") && syms->count("__imp_" + u)) {
+        if (not_branch.count(u)) {
+          // Read as data: a jump thunk cannot stand in for it.
+          resolved[i] = true;
+          w.diagnostics.push_back(Diagnostic{
+              Severity::Warning,
+              "is read as data, but " + llvm::sys::path::filename(path).str() +
+                  " offers it only as __imp_" + u + "; declare it __declspec(dllimport)",
+              {}, u});
+          continue;
+        }
         resolved[i] = used = true;
         w.thunks.push_back(u);
       }
     }
-    if (used)
+    if (used && li >= first_system)
       w.used.push_back(llvm::sys::path::filename(path).str());
   }
   std::sort(w.thunks.begin(), w.thunks.end());

@@ -374,6 +374,40 @@ TEST(WindowsDll, AUserDefWithASyntaxErrorNamesTheLine) {
   EXPECT_EQ(r.error->message.rfind("line 4:", 0), 0u) << r.error->message;
 }
 
+TEST(WindowsDll, DataOfferedOnlyThroughImpGetsNoThunk) {
+  // An SDK-style sysroot whose library offers some_data only as
+  // __imp_some_data (DATA) and some_fn as a function.
+  std::string root = test::temp_dir();
+  for (auto [file, def] : {std::pair{"/kernel32.lib", "LIBRARY KERNEL32.dll\nEXPORTS\n  GetCurrentProcessId\n"},
+                           std::pair{"/ucrt.lib", "LIBRARY ucrtbase.dll\nEXPORTS\n  some_fn\n"},
+                           std::pair{"/extra.lib", "LIBRARY extra.dll\nEXPORTS\n  some_data DATA\n  called DATA\n"}}) {
+    auto lib = import_library_from_def(def, file, "x64");
+    ASSERT_TRUE(lib.ok()) << lib.error().to_string();
+    test::write_file(root + file, lib->bytes);
+  }
+  LinkService svc;
+  LinkRequest req;
+  req.target = kWin64;
+  req.inputs.push_back(Input::memory(
+      "k.obj", test::compile_c(kWin64, "extern int some_data; int some_fn(void); int called(int);\n"
+                                       "int f(int x) { return some_data + some_fn() + called(x); }\n"
+                                       "int f_argv(void **a) { return f(*(int *)a[0]); }\n")));
+  req.sysroot = root;
+  req.libraries = {root + "/extra.lib"};
+  LinkResult r = svc.link(req);
+  // `called` is only called: a thunk makes it work. `some_data` is read:
+  // it gets no thunk (reading the thunk's bytes would be wrong), a warning
+  // says why, and lld reports it undefined.
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error->code, ErrorCode::UndefinedSymbol);
+  EXPECT_NE(r.error->message.find("some_data"), std::string::npos) << r.error->message;
+  EXPECT_EQ(r.import_thunks, (std::vector<std::string>{"called"}));
+  bool warned = false;
+  for (const Diagnostic &d : r.diagnostics)
+    warned |= d.symbol == "some_data" && d.message.find("dllimport") != std::string::npos;
+  EXPECT_TRUE(warned);
+}
+
 TEST(WindowsDll, BadSysrootsAreNamed) {
   LinkService svc;
   LinkRequest req;
