@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <map>
 #include <mutex>
 #include <random>
@@ -40,6 +41,7 @@ constexpr std::uint64_t kMaxManifestBytes = 16u << 20;
 // A temporary younger than this may belong to a writer that has created it
 // but not yet locked it; older and unlocked means its writer is gone.
 constexpr std::chrono::seconds kTemporaryGrace{10};
+constexpr std::chrono::seconds kAutoPruneInterval{3600};
 
 std::string errno_text(int e) { return std::strerror(e); }
 
@@ -844,7 +846,16 @@ Expected<std::shared_ptr<Cache>> Cache::open(Config config) {
                         "check the cache directory's permissions (a read-only cache "
                         "cannot be used)");
   }
-  return std::shared_ptr<Cache>(new Cache(std::move(impl)));
+  std::shared_ptr<Cache> cache(new Cache(std::move(impl)));
+  // Pruned at least hourly by whoever opens it: limits hold, and the
+  // temporaries and partial entries of killed processes are collected,
+  // even when no store ever exceeds a limit.
+  struct stat ps;
+  std::string plock = cache->config().dir + "/prune.lock";
+  if (::stat(plock.c_str(), &ps) != 0 ||
+      std::time(nullptr) - ps.st_mtim.tv_sec > kAutoPruneInterval.count())
+    cache->prune();
+  return cache;
 }
 
 Lookup Cache::lookup(const Key &key) {
@@ -960,6 +971,9 @@ PruneReport Cache::prune(const std::optional<Limits> &limits) {
     r.entries = entries;
     return r;
   }
+  // Records when the directory was last pruned (open() prunes when that is
+  // long ago, so that what killed processes left does not pile up).
+  ::futimens(plock.get(), nullptr);
   std::vector<std::string> temporaries;
   std::vector<Impl::Scanned> keys = I.scan(temporaries);
   I.clean(keys, temporaries, r);

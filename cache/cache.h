@@ -18,7 +18,8 @@
 //   kernel releases when its owner dies, so a killed owner never blocks
 //   anyone); a waiter that gives up after lock_timeout builds by itself.
 // - A process killed at any instant leaves no visible partial entry; its
-//   temporaries are found (their flock is free) and removed by prune().
+//   temporaries are found (their flock is free) and removed by prune(),
+//   which open() runs when the directory was not pruned for an hour.
 // - Bounds: bytes, entries, age since last use. The cache records last use
 //   itself (the manifest's mtime, set on each hit; atime is not used).
 //   Pruning evicts least recently used entries first, down to 90% of a

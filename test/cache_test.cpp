@@ -950,6 +950,26 @@ TEST(CachePrune, RemovesFilesWithoutAManifestUnlessABuilderHoldsTheKey) {
   EXPECT_EQ(c->prune().orphans_removed, 1u);
 }
 
+TEST(CachePrune, OpeningADirectoryNotPrunedForAnHourPrunesIt) {
+  std::string dir = new_cache_dir();
+  Key k = Key::of_caller("left by a killed store");
+  {
+    auto c = open_cache(dir);
+    ASSERT_FALSE(c->store(k, artifact_of(Bytes(3000, 1))));
+  }
+  ::unlink(entry_file(dir, k.hex(), ".m").c_str()); // a store killed before its manifest
+  std::string temp = entry_file(dir, k.hex(), ".a.tmp-1-0");
+  test::write_file(temp, Bytes(10, 1));
+  struct timespec old[2] = {{std::time(nullptr) - 7200, 0}, {std::time(nullptr) - 7200, 0}};
+  ASSERT_EQ(::utimensat(AT_FDCWD, temp.c_str(), old, 0), 0);
+  ASSERT_TRUE(open_cache(dir)); // pruned a moment ago: nothing happens
+  EXPECT_TRUE(test::exists(temp));
+  ASSERT_EQ(::utimensat(AT_FDCWD, (dir + "/prune.lock").c_str(), old, 0), 0);
+  ASSERT_TRUE(open_cache(dir));
+  EXPECT_FALSE(test::exists(temp)) << "an old temporary survived";
+  EXPECT_FALSE(test::exists(entry_file(dir, k.hex(), ".a"))) << "a partial entry survived";
+}
+
 TEST(CachePrune, StoresBeyondTheLimitPruneAutomatically) {
   std::string dir = new_cache_dir();
   cache::Limits lim;
