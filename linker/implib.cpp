@@ -26,9 +26,10 @@ bool machine_of(const std::string &m, llvm::COFF::MachineTypes &out) {
 }
 
 llvm::Expected<llvm::object::COFFModuleDefinition> parse(const std::string &text,
-                                                         llvm::COFF::MachineTypes machine) {
+                                                         llvm::COFF::MachineTypes machine,
+                                                         bool mingw) {
   return llvm::object::parseCOFFModuleDefinition(llvm::MemoryBufferRef(text, "def"), machine,
-                                                 /*MingwDef=*/false);
+                                                 /*MingwDef=*/mingw);
 }
 
 } // namespace
@@ -36,12 +37,12 @@ llvm::Expected<llvm::object::COFFModuleDefinition> parse(const std::string &text
 Expected<ImportLibrary> import_library_from_def(const std::string &def_text,
                                                 const std::string &def_name,
                                                 const std::string &machine,
-                                                const std::string &dll_name) {
+                                                const std::string &dll_name, bool mingw) {
   llvm::COFF::MachineTypes m;
   if (!machine_of(machine, m))
     return make_error(ErrorCode::BadRequest, "unknown machine '" + machine + "'", def_name,
                       "--machine", "use x64, x86 or arm64");
-  auto def = parse(def_text, m);
+  auto def = parse(def_text, m, mingw);
   if (!def) {
     std::string why = llvm::toString(def.takeError());
     exports::Arch arch = m == llvm::COFF::IMAGE_FILE_MACHINE_I386    ? exports::Arch::X86
@@ -72,7 +73,7 @@ Expected<ImportLibrary> import_library_from_def(const std::string &def_text,
                       def_name);
   ::close(fd);
   llvm::Error err = llvm::object::writeImportLibrary(out.dll_name, temp, def->Exports, m,
-                                                     /*MinGW=*/false);
+                                                     /*MinGW=*/mingw);
   if (err) {
     llvm::sys::fs::remove(temp);
     return make_error(ErrorCode::OutputError,

@@ -23,9 +23,13 @@ struct ImportLibrary {
 
 // `machine`: x64 (amd64, x86_64), x86 (i386, i686) or arm64 (aarch64).
 // `dll_name` overrides the .def's LIBRARY name (needed when it has none).
+// `mingw`: read the .def as llvm-dlltool does (mingw-w64's own .def files):
+// on i386, `ExitProcess@4` gets its C underscore (`_ExitProcess@4`); by
+// default it is read as llvm-lib does, where it stays `ExitProcess@4`.
 Expected<ImportLibrary> import_library_from_def(const std::string &def_text,
                                                 const std::string &def_name,
                                                 const std::string &machine,
-                                                const std::string &dll_name = {});
+                                                const std::string &dll_name = {},
+                                                bool mingw = false);
 
 } // namespace hotlink

@@ -189,6 +189,29 @@ TEST(ImportLibrary, FromADefLetsADllLinkAgainstAnotherDll) {
     EXPECT_NE(imports.out.find(std::string("Symbol: ") + sym), std::string::npos) << sym;
 }
 
+TEST(ImportLibrary, MingwDefsDecorateI386NamesAsDlltoolDoes) {
+  const char *def = "LIBRARY kernel32.dll\nEXPORTS\n  ExitProcess@4\n";
+  Bytes obj = test::compile_c("i686-pc-windows-msvc",
+                              "__declspec(dllimport) void __stdcall ExitProcess(unsigned);\n"
+                              "void f(void) { ExitProcess(7); }\n");
+  for (bool mingw : {false, true}) {
+    auto lib = import_library_from_def(def, "k32.def", "x86", {}, mingw);
+    ASSERT_TRUE(lib.ok()) << lib.error().to_string();
+    std::string path = test::temp_dir() + "/k32.lib";
+    test::write_file(path, lib->bytes);
+    LinkService svc;
+    LinkRequest req;
+    req.target = "i686-pc-windows-msvc";
+    req.inputs.push_back(Input::memory("f.obj", obj));
+    req.exports = ExportPolicy::list({"f"});
+    req.libraries = {path};
+    LinkResult r = svc.link(req);
+    // The object imports __imp__ExitProcess@4: only the mingw reading
+    // provides it.
+    EXPECT_EQ(r.ok(), mingw) << (r.ok() ? "linked" : r.error->to_string());
+  }
+}
+
 TEST(ImportLibrary, BadDefsAndMachinesAreNamed) {
   auto syntax = import_library_from_def("LIBRARY foo.dll\nEXPORTS\n  a @1 @2 ,\n", "bad.def", "x64");
   ASSERT_FALSE(syntax.ok());

@@ -828,6 +828,8 @@ without its SDK (hotlink link -l OUT.lib ...).
 
 options:
   --dll NAME     the DLL's file name (default: the .def's LIBRARY line)
+  --mingw        read the .def as llvm-dlltool does (mingw-w64 .def files:
+                 on i386, ExitProcess@4 means _ExitProcess@4)
   --json         print the result as JSON on stdout
   -h, --help     this help
 
@@ -836,7 +838,15 @@ exit codes: 0 written, 2 bad usage or a bad .def (the error names the line).
 
 int cmd_implib(int argc, char **argv) {
   std::string def, machine, out, dll;
-  bool json = false;
+  bool json = false, mingw = false;
+  std::vector<char *> rest;
+  for (int i = 0; i < argc; ++i)
+    if (std::string(argv[i]) == "--mingw")
+      mingw = true;
+    else
+      rest.push_back(argv[i]);
+  argc = static_cast<int>(rest.size());
+  argv = rest.data();
   int rc0 = parse_options(argc, argv, 0, "implib", kImplibHelp, {"--def", "--machine", "-o", "--dll"},
                           json, [&](const std::string &a, const std::string &v) {
                             (a == "--def" ? def : a == "--machine" ? machine : a == "-o" ? out : dll) = v;
@@ -852,7 +862,7 @@ int cmd_implib(int argc, char **argv) {
     return fail(hotlink::make_error(hotlink::ErrorCode::InputNotFound,
                                     "cannot read: " + text.getError().message(), def, "--def",
                                     "check the path"));
-  auto lib = hotlink::import_library_from_def((*text)->getBuffer().str(), def, machine, dll);
+  auto lib = hotlink::import_library_from_def((*text)->getBuffer().str(), def, machine, dll, mingw);
   if (!lib)
     return fail(lib.error());
   // Atomically: a temporary beside OUT, then rename.
