@@ -80,6 +80,8 @@ public:
   KeyBuilder &add(const std::string &field, std::uint64_t value);
   // Adds BLAKE3(data) instead of the data (for large inputs).
   KeyBuilder &add_digest(const std::string &field, const void *data, std::size_t size);
+  // BLAKE3(data) in hex, without copying the data.
+  static std::string digest(const void *data, std::size_t size);
   Key finish() const;
 
 private:

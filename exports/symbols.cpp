@@ -402,7 +402,7 @@ void collect_default_libs(const ObjectFile &obj, std::vector<std::string> &out) 
 }
 
 Expected<ObjectInfo> read_object(const void *data, std::size_t size,
-                                 const std::string &name) {
+                                 const std::string &name, bool branch_info) {
   if (size == 0)
     return invalid(name, "the file is empty");
   MemoryBufferRef buf(StringRef(static_cast<const char *>(data), size), name);
@@ -453,7 +453,8 @@ Expected<ObjectInfo> read_object(const void *data, std::size_t size,
         return ok.take_error();
       if (auto *o = dyn_cast<ObjectFile>(sf)) {
         collect_default_libs(*o, info.default_libs);
-        mark_branch_only(*o, info.symbols, first);
+        if (branch_info)
+          mark_branch_only(*o, info.symbols, first);
       }
     }
     if (err)
@@ -486,7 +487,8 @@ Expected<ObjectInfo> read_object(const void *data, std::size_t size,
   if (!ok)
     return ok.take_error();
   collect_default_libs(*obj, info.default_libs);
-  mark_branch_only(*obj, info.symbols, 0);
+  if (branch_info)
+    mark_branch_only(*obj, info.symbols, 0);
   return info;
 }
 

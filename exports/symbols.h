@@ -32,8 +32,9 @@ struct Symbol {
   bool hidden = false;   // hidden/internal visibility (ELF) or private
                          // extern (Mach-O): cannot be exported
   std::string member;    // archive member it came from, empty for objects
-  // COFF, undefined: every relocation against it is a call or a jump, so a
-  // jump thunk can stand in for it (a data reference could not use one).
+  // COFF, undefined, with read_object(..., branch_info = true): every
+  // relocation against it is a call or a jump, so a jump thunk can stand in
+  // for it (a data reference could not use one).
   bool branch_only = false;
 };
 
@@ -50,8 +51,11 @@ struct ObjectInfo {
 // Reads a relocatable object or an archive of them. For an archive, the
 // format and arch are those of its members (an error if they disagree, or if
 // it has no object members); symbols of every member are listed.
+// `branch_info` (COFF) also walks every relocation to set
+// Symbol::branch_only; linking against a Windows sysroot needs it, nothing
+// else does, so it is off by default.
 Expected<ObjectInfo> read_object(const void *data, std::size_t size,
-                                 const std::string &name);
+                                 const std::string &name, bool branch_info = false);
 
 struct ArtifactInfo {
   Format format = Format::Unknown;

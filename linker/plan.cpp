@@ -104,12 +104,12 @@ Expected<Plan> plan_link(const LinkRequest &req, Timings &timings, bool digest_i
       data = buf->getBufferStart();
       size = buf->getBufferSize();
     }
-    auto info = exports::read_object(data, size, l.display);
+    auto info = exports::read_object(data, size, l.display,
+                                     /*branch_info=*/!req.sysroot.empty());
     if (!info)
       return info.take_error();
     if (digest_inputs)
-      plan.input_digests.push_back(
-          cache::KeyBuilder("input").add("bytes", data, size).finish().hex());
+      plan.input_digests.push_back(cache::KeyBuilder::digest(data, size));
     l.info = std::move(info.value());
     loaded.push_back(std::move(l));
   }

@@ -15,6 +15,8 @@
 #include <set>
 #include <unordered_set>
 
+#include <sys/stat.h>
+
 namespace hotlink::detail {
 
 using exports::Arch;
@@ -39,16 +41,23 @@ const char *msvc_arch(Arch a) {
   }
 }
 
-// An archive's symbol table, read once per (path, size, mtime) per process.
-std::shared_ptr<const std::unordered_set<std::string>> archive_symbols(const std::string &path,
-                                                                        std::string &fingerprint) {
+// What hotlink needs of an import library: its symbol table and the machine
+// of its first COFF member (0 if unknown). Read once per (path, size,
+// mtime) per process.
+struct ArchiveIndex {
+  std::unordered_set<std::string> symbols;
+  std::uint16_t machine = 0;
+};
+
+std::shared_ptr<const ArchiveIndex> archive_index(const std::string &path,
+                                                  std::string &fingerprint) {
   llvm::sys::fs::file_status st;
   if (llvm::sys::fs::status(path, st))
     return nullptr;
   fingerprint = path + ":" + std::to_string(st.getSize()) + ":" +
                 std::to_string(llvm::sys::toTimeT(st.getLastModificationTime()));
   static std::mutex mu;
-  static std::map<std::string, std::shared_ptr<const std::unordered_set<std::string>>> memo;
+  static std::map<std::string, std::shared_ptr<const ArchiveIndex>> memo;
   {
     std::lock_guard<std::mutex> lock(mu);
     auto it = memo.find(fingerprint);
@@ -63,26 +72,10 @@ std::shared_ptr<const std::unordered_set<std::string>> archive_symbols(const std
     llvm::consumeError(archive.takeError());
     return nullptr;
   }
-  auto syms = std::make_shared<std::unordered_set<std::string>>();
+  auto index = std::make_shared<ArchiveIndex>();
   for (const llvm::object::Archive::Symbol &s : (*archive)->symbols())
-    syms->insert(s.getName().str());
-  std::lock_guard<std::mutex> lock(mu);
-  memo[fingerprint] = syms;
-  return syms;
-}
-
-// The machine of an import library's first COFF member (0 if unknown).
-std::uint16_t archive_machine(const std::string &path) {
-  auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
-  if (!buf)
-    return 0;
-  auto archive = llvm::object::Archive::create((*buf)->getMemBufferRef());
-  if (!archive) {
-    llvm::consumeError(archive.takeError());
-    return 0;
-  }
+    index->symbols.insert(s.getName().str());
   llvm::Error err = llvm::Error::success();
-  std::uint16_t machine = 0;
   for (const llvm::object::Archive::Child &c : (*archive)->children(err)) {
     auto ref = c.getMemoryBufferRef();
     if (!ref) {
@@ -95,14 +88,16 @@ std::uint16_t archive_machine(const std::string &path) {
       continue;
     }
     if (auto *imp = llvm::dyn_cast<llvm::object::COFFImportFile>(bin->get()))
-      machine = imp->getMachine();
+      index->machine = imp->getMachine();
     else if (auto *obj = llvm::dyn_cast<llvm::object::COFFObjectFile>(bin->get()))
-      machine = obj->getMachine();
-    if (machine)
+      index->machine = obj->getMachine();
+    if (index->machine)
       break;
   }
   llvm::consumeError(std::move(err));
-  return machine;
+  std::lock_guard<std::mutex> lock(mu);
+  memo[fingerprint] = index;
+  return index;
 }
 
 std::uint16_t machine_of(Arch a) {
@@ -126,6 +121,7 @@ const char *machine_name(std::uint16_t m) {
 struct Layout {
   std::string kind;
   std::vector<std::string> dirs;
+  std::vector<std::pair<std::string, std::int64_t>> visited; // dir, mtime (ns)
   std::map<std::string, std::string> files; // lowercase file name -> path
 
   std::string find(const std::string &name) const { // name without prefix/extension
@@ -140,6 +136,13 @@ struct Layout {
     return {};
   }
 };
+
+std::int64_t mtime_ns(const std::string &dir) {
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0)
+    return -1;
+  return static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+}
 
 void index_dir(const std::string &dir, Layout &l) {
   std::error_code ec;
@@ -157,11 +160,14 @@ void index_dir(const std::string &dir, Layout &l) {
 }
 
 // Looks for a mingw-w64 layout, then an MSVC / Windows SDK one.
-std::optional<Layout> detect(const std::string &root, Arch arch) {
+std::optional<Layout> scan_layout(const std::string &root, Arch arch) {
+  std::vector<std::pair<std::string, std::int64_t>> probed;
   for (const std::string &d : {root, root + "/lib", root + "/" + mingw_dir(arch) + "/lib"}) {
+    probed.emplace_back(d, mtime_ns(d));
     if (llvm::sys::fs::exists(d + "/libkernel32.a")) {
       Layout l;
       l.kind = "mingw-w64";
+      l.visited = std::move(probed);
       index_dir(d, l);
       return l;
     }
@@ -177,6 +183,7 @@ std::optional<Layout> detect(const std::string &root, Arch arch) {
   while (!todo.empty()) {
     auto [dir, depth] = todo.back();
     todo.pop_back();
+    l.visited.emplace_back(dir, mtime_ns(dir));
     index_dir(dir, l);
     if (depth == 4)
       continue;
@@ -193,6 +200,29 @@ std::optional<Layout> detect(const std::string &root, Arch arch) {
   if (l.files.count("kernel32.lib"))
     return l;
   return std::nullopt;
+}
+
+// scan_layout() once per sysroot and arch per process, and again only when
+// a folder it looked at changed: the link path must not list the ~900
+// files of a mingw-w64 lib folder every time.
+std::optional<Layout> detect(const std::string &root, Arch arch) {
+  static std::mutex mu;
+  static std::map<std::string, Layout> memo;
+  std::string key = root + "|" + msvc_arch(arch);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = memo.find(key);
+    if (it != memo.end() &&
+        std::all_of(it->second.visited.begin(), it->second.visited.end(),
+                    [](const auto &v) { return mtime_ns(v.first) == v.second; }))
+      return it->second;
+  }
+  auto l = scan_layout(root, arch);
+  if (l) {
+    std::lock_guard<std::mutex> lock(mu);
+    memo[key] = *l;
+  }
+  return l;
 }
 
 bool is_crt_name(const std::string &n) {
@@ -220,8 +250,9 @@ Expected<WindowsLibraries> plan_windows_libraries(const TargetInfo &tgt, const L
                           "-dev) or the folder holding the SDK's um/ and ucrt/ libraries");
   // A sysroot for another architecture would fail inside lld with a less
   // helpful message.
-  std::string kernel32 = layout->find("kernel32");
-  std::uint16_t m = archive_machine(kernel32);
+  std::string kernel32 = layout->find("kernel32"), unused;
+  auto kernel32_index = archive_index(kernel32, unused);
+  std::uint16_t m = kernel32_index ? kernel32_index->machine : 0;
   if (m && m != machine_of(tgt.arch))
     return make_error(ErrorCode::ArchMismatch,
                       "holds import libraries for " + std::string(machine_name(m)) + " (" +
@@ -318,11 +349,12 @@ Expected<WindowsLibraries> plan_windows_libraries(const TargetInfo &tgt, const L
   for (std::size_t li = 0; li < scan.size(); ++li) {
     const std::string &path = scan[li];
     std::string fp;
-    auto syms = archive_symbols(path, fp);
+    auto index = archive_index(path, fp);
     if (!fp.empty() && li >= first_system)
       w.fingerprints.push_back(fp);
-    if (!syms)
+    if (!index)
       continue;
+    const auto *syms = &index->symbols;
     bool used = false;
     for (std::size_t i = 0; i < undefined.size(); ++i) {
       if (resolved[i])
