@@ -333,7 +333,11 @@ KeyBuilder &KeyBuilder::add(const std::string &field, std::uint64_t value) {
 
 KeyBuilder &KeyBuilder::add_digest(const std::string &field, const void *data,
                                    std::size_t size) {
-  return add(field, blake3_of(data, size));
+  return add(field, digest(data, size));
+}
+
+std::string KeyBuilder::digest(const void *data, std::size_t size) {
+  return blake3_of(data, size);
 }
 
 Key KeyBuilder::finish() const {
@@ -673,9 +677,11 @@ struct Cache::Impl {
     return out;
   }
 
-  // Stores under the key's lock (held by the caller); fills `out`. Sets
-  // `over` when a limit is now exceeded (the caller prunes, unlocked).
-  std::optional<Error> store_locked(const Key &key, const Artifact &a, Entry &out, bool &over) {
+  // Stores `a` with its manifest `m` under the key's lock, which the caller
+  // holds (so its shard exists). Sets `over` when a limit is now exceeded
+  // (the caller prunes, unlocked).
+  std::optional<Error> store_locked(const Key &key, const Artifact &a, const Manifest &m,
+                                    bool &over) {
     auto fail = [&](Error e) {
       for (const char *ext : {kArtifact, kDef, kImplib})
         ::unlink(file(key, ext).c_str());
@@ -692,17 +698,12 @@ struct Cache::Impl {
                             std::to_string(lim.max_bytes) + ")",
                         a.name, {}, "raise the cache's max_bytes (--max-bytes)");
     }
-    if (auto err = ensure_shard(key)) {
-      count(kStoreErrors);
-      return err;
-    }
     // Replacing: the old entry goes first (waiting for its readers).
     if (remove_entry(key, /*wait=*/true, nullptr, /*key_locked=*/true) == Removal::InUse) {
       count(kStoreErrors);
       return make_error(ErrorCode::CacheError,
                         "the old entry stayed in use past the lock timeout", file(key, kManifest));
     }
-    Manifest m = make_manifest(key, a);
     if (!a.def.empty())
       if (auto err = write_atomic(file(key, kDef), a.def.data(), a.def.size()))
         return fail(*err);
@@ -716,9 +717,6 @@ struct Cache::Impl {
       return fail(*err);
     count(kStores);
     auto [bytes, entries] = usage(static_cast<std::int64_t>(payload + text.size()), 1);
-    out.manifest = std::move(m);
-    out.artifact = a;
-    out.artifact_path = file(key, kArtifact);
     (void)flush();
     over = (lim.max_bytes && bytes > lim.max_bytes) ||
            (lim.max_entries && entries > lim.max_entries);
@@ -884,8 +882,7 @@ std::optional<Error> Cache::store(const Key &key, const Artifact &artifact) {
                             std::string(errno ? errno_text(errno) : "timed out"),
                         I.file(key, kLock), {}, "check the cache directory");
     }
-    Entry stored;
-    if (auto err = I.store_locked(key, artifact, stored, over))
+    if (auto err = I.store_locked(key, artifact, make_manifest(key, artifact), over))
       return err;
   }
   if (over)
@@ -942,17 +939,14 @@ Expected<Fetched> Cache::get_or_build(const Key &key, const Producer &produce) {
                              std::chrono::steady_clock::now() - t0)
                              .count();
   bool over = false;
+  f.entry.manifest = make_manifest(key, produced.value());
   if (locked) {
-    if (auto err = I.store_locked(key, produced.value(), f.entry, over)) {
+    if (auto err = I.store_locked(key, produced.value(), f.entry.manifest, over))
       f.warnings.push_back("the artifact was not stored in the cache: " + err->to_string());
-      f.entry = Entry{};
-      locked = false;
-    }
+    else
+      f.entry.artifact_path = I.file(key, kArtifact);
   }
-  if (!locked) {
-    f.entry.manifest = make_manifest(key, produced.value());
-    f.entry.artifact = std::move(produced.value());
-  }
+  f.entry.artifact = std::move(produced.value());
   lock.reset();
   if (over)
     prune();
