@@ -49,6 +49,12 @@ inline std::vector<std::uint8_t> compile_object(const char *clang, const std::st
   return bytes;
 }
 
+// The small kernel the loader and cache benchmarks link: kernel(x) = x + 1
+// and its argv entry point.
+inline const char *kSmallKernel =
+    "int kernel(int x) { return x + 1; }\n"
+    "int kernel_argv(void **a) { *(int *)a[1] = kernel(*(int *)a[0]); return 0; }\n";
+
 class MedianReporter : public benchmark::ConsoleReporter {
 public:
   // Keyed by "function" or "function/args".

@@ -152,10 +152,7 @@ BENCHMARK(BM_Miss)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseManualTime
 
 int main(int argc, char **argv) {
   initialize(argc, argv, 7);
-  g_small = compile_object(HOTLINK_BENCH_CLANG,
-                           "int kernel(int x) { return x + 1; }\n"
-                           "int kernel_argv(void **a) { *(int *)a[1] = kernel(*(int *)a[0]); return 0; }\n",
-                           "-O2 -fPIC");
+  g_small = compile_object(HOTLINK_BENCH_CLANG, kSmallKernel, "-O2 -fPIC");
   g_large = compile_object(HOTLINK_BENCH_CLANG, large_source(), "-O2 -fPIC");
   if (g_small.empty() || g_large.empty())
     return 1;

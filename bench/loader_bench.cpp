@@ -81,10 +81,7 @@ BENCHMARK(BM_ObjectBytesToServing)->Unit(benchmark::kMillisecond)->UseRealTime()
 
 int main(int argc, char **argv) {
   initialize(argc, argv, 5);
-  g_object = compile_object(HOTLINK_BENCH_CLANG,
-                            "int kernel(int x) { return x + 1; }\n"
-                            "int kernel_argv(void **a) { *(int *)a[1] = kernel(*(int *)a[0]); return 0; }\n",
-                            "-O2 -fPIC");
+  g_object = compile_object(HOTLINK_BENCH_CLANG, kSmallKernel, "-O2 -fPIC");
   if (g_object.empty())
     return 1;
   {
