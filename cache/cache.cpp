@@ -166,6 +166,7 @@ std::string unique_suffix() {
 // ---------------------------------------------------------------------------
 // The manifest: JSON, then a line "blake3 <hex of the JSON>".
 
+// The manifest's JSON (a statement: loader/signature.h).
 std::string encode_manifest(const Manifest &m) {
   llvm::json::Array exports;
   for (const std::string &e : m.exports)
@@ -193,18 +194,15 @@ std::string encode_manifest(const Manifest &m) {
   llvm::raw_string_ostream os(body);
   os << llvm::json::Value(std::move(o));
   os.flush();
-  return body + "\nblake3 " + blake3_of(body.data(), body.size()) + "\n";
+  return body;
 }
 
 // Returns the reason it is refused, or empty.
-std::string decode_manifest(const std::vector<std::uint8_t> &bytes, Manifest &m) {
-  std::string text(bytes.begin(), bytes.end());
-  std::size_t nl = text.rfind("\nblake3 ");
-  if (nl == std::string::npos || text.size() != nl + 8 + 64 + 1 || text.back() != '\n')
-    return "manifest has no checksum line (truncated?)";
-  std::string body = text.substr(0, nl);
-  if (text.compare(nl + 8, 64, blake3_of(body.data(), body.size())) != 0)
-    return "manifest checksum does not match its contents";
+std::string decode_manifest(const std::string &text, Manifest &m) {
+  auto st = signature::parse_statement(text, "manifest");
+  if (!st)
+    return st.error().message;
+  const std::string &body = st->json;
   auto v = llvm::json::parse(body);
   if (!v) {
     llvm::consumeError(v.takeError());
@@ -281,12 +279,24 @@ Manifest make_manifest(const Key &key, const Artifact &a) {
   return m;
 }
 
-// Counters persisted as little arrays of uint64 under flock.
+// Counters persisted as little arrays of uint64 under flock. New counters
+// go at the end: a shorter file from an older version reads as zeros.
 enum StatIndex {
   kHits, kMisses, kCorrupt, kEvictions, kStores, kStoreErrors, kLockTimeouts,
   kSavedUs, // microseconds of build time that hits avoided
+  kRefused, kRemoteHits, kRemoteMisses, kRemoteErrors, kRemoteRefused, kRemoteSkipped,
+  kPublished, kPublishErrors, kRemoteLeaseWaits,
   kStatCount
 };
+
+// Reads the counters; a file shorter than ours (an older version's) is
+// padded with zeros, anything else that is not whole counters is zeros.
+void read_counters(int fd, std::uint64_t (&v)[kStatCount]) {
+  std::fill(std::begin(v), std::end(v), 0);
+  ssize_t n = ::pread(fd, v, sizeof v, 0);
+  if (n < 0 || n % 8 != 0)
+    std::fill(std::begin(v), std::end(v), 0);
+}
 
 } // namespace
 
@@ -351,6 +361,8 @@ Key KeyBuilder::finish() const {
 
 struct Cache::Impl {
   Config cfg;
+  std::vector<signature::PublicKey> trust; // trusted_keys + sign_key's public half
+  std::unique_ptr<RemoteStore> remote;
   Fd usage_fd, stats_fd;
   mutable std::mutex mu;
   // flock excludes other processes, not other threads sharing the fd.
@@ -413,10 +425,8 @@ struct Cache::Impl {
     if (::flock(fd, LOCK_EX) != 0)
       return make_error(ErrorCode::CacheError, "cannot lock the stats file: " + errno_text(errno),
                         cfg.dir + "/stats");
-    std::uint64_t v[kStatCount] = {};
-    ssize_t n = ::pread(fd, v, sizeof v, 0);
-    if (n != static_cast<ssize_t>(sizeof v))
-      std::fill(std::begin(v), std::end(v), 0);
+    std::uint64_t v[kStatCount];
+    read_counters(fd, v);
     for (int i = 0; i < kStatCount; ++i)
       v[i] += d[i];
     bool ok = ::pwrite(fd, v, sizeof v, 0) == static_cast<ssize_t>(sizeof v);
@@ -525,8 +535,28 @@ struct Cache::Impl {
     return Removal::Removed;
   }
 
+  // The manifest file's text: the sealed JSON, signed with sign_key.
+  std::string manifest_text(const Manifest &m) const {
+    std::string json = encode_manifest(m);
+    std::string text = signature::seal(json);
+    if (cfg.sign_key)
+      text += cfg.sign_key->sign_line(json) + "\n";
+    return text;
+  }
+
+  // Checks a manifest's signature against the trust set; sets the signer.
+  // Returns why it is refused, or empty.
+  std::string check_signed(const std::string &text, Manifest &m, const std::string &name) const {
+    auto c = signature::check_statement(text, trust, name);
+    if (!c)
+      return c.error().message + (c.error().symbol.empty() ? "" : " (" + c.error().symbol + ")");
+    m.signer = c->signer.hex();
+    return {};
+  }
+
   // Reads the files of the entry whose manifest `fd` holds (locked shared).
-  std::string read_entry(const Key &k, int fd, Entry &e) const {
+  // `refused`: the reason is its signature (not damage).
+  std::string read_entry(const Key &k, int fd, Entry &e, bool *refused = nullptr) const {
     struct stat st;
     if (::fstat(fd, &st) != 0)
       return "cannot stat the manifest";
@@ -535,11 +565,20 @@ struct Cache::Impl {
     std::vector<std::uint8_t> mbytes;
     if (!read_exact(fd, mbytes, static_cast<std::uint64_t>(st.st_size)))
       return "cannot read the manifest";
-    std::string why = decode_manifest(mbytes, e.manifest);
+    e.statement.assign(mbytes.begin(), mbytes.end());
+    std::string why = decode_manifest(e.statement, e.manifest);
     if (!why.empty())
       return why;
     if (e.manifest.key != k.hex())
       return "manifest belongs to another key";
+    if (cfg.require_signed) {
+      why = check_signed(e.statement, e.manifest, "manifest");
+      if (!why.empty()) {
+        if (refused)
+          *refused = true;
+        return "its signature is refused: " + why;
+      }
+    }
     auto read_checked = [&](const char *ext, std::uint64_t size, const std::string &hash,
                             std::vector<std::uint8_t> &out) -> std::string {
       std::string p = file(k, ext);
@@ -593,7 +632,8 @@ struct Cache::Impl {
       if (!same_file(fd.get(), m))
         continue; // removed or replaced while we waited: look again
       Entry e;
-      std::string why = read_entry(k, fd.get(), e);
+      bool refused = false;
+      std::string why = read_entry(k, fd.get(), e, &refused);
       if (why.empty()) {
         if (touch) {
           struct timespec times[2] = {{0, UTIME_OMIT}, {0, UTIME_NOW}};
@@ -604,7 +644,7 @@ struct Cache::Impl {
       }
       out.corrupt = why;
       if (remove_locked(k, fd, /*wait=*/false, nullptr, key_locked) == Removal::Removed)
-        count(kCorrupt);
+        count(refused ? kRefused : kCorrupt);
       return out;
     }
     return out;
@@ -680,7 +720,7 @@ struct Cache::Impl {
   // Stores `a` with its manifest `m` under the key's lock, which the caller
   // holds (so its shard exists). Sets `over` when a limit is now exceeded
   // (the caller prunes, unlocked).
-  std::optional<Error> store_locked(const Key &key, const Artifact &a, const Manifest &m,
+  std::optional<Error> store_locked(const Key &key, const Artifact &a, const std::string &text,
                                     bool &over) {
     auto fail = [&](Error e) {
       for (const char *ext : {kArtifact, kDef, kImplib})
@@ -712,7 +752,7 @@ struct Cache::Impl {
         return fail(*err);
     if (auto err = write_atomic(file(key, kArtifact), a.bytes.data(), a.bytes.size()))
       return fail(*err);
-    std::string text = encode_manifest(m); // committed last
+    // The manifest is committed last.
     if (auto err = write_atomic(file(key, kManifest), text.data(), text.size()))
       return fail(*err);
     count(kStores);
@@ -721,6 +761,116 @@ struct Cache::Impl {
     over = (lim.max_bytes && bytes > lim.max_bytes) ||
            (lim.max_entries && entries > lim.max_entries);
     return std::nullopt;
+  }
+
+  // Asks the remote for `k`. True with an entry whose manifest a trusted
+  // key signed and whose files match it; every other outcome is counted
+  // and, when it is a failure or a refusal, explained in `warnings`.
+  bool fetch_remote(const Key &k, Entry &out, std::vector<std::string> &warnings) {
+    if (!remote)
+      return false;
+    RemoteStore::Got g = remote->get_manifest(k.hex());
+    // A miss by a host that will publish: take the key's build lease, or
+    // wait for the host that holds it.
+    if (g.status == RemoteStore::Status::Miss && cfg.sign_key) {
+      RemoteStore::Got lease = remote->take_lease(k.hex());
+      if (lease.status == RemoteStore::Status::Hit) {
+        // Published between our read and the lease (whose holder had just
+        // released it): use that rather than link it again.
+        RemoteStore::Got again = remote->get_manifest(k.hex());
+        if (again.status == RemoteStore::Status::Hit) {
+          remote->release_lease(k.hex());
+          g = std::move(again);
+        }
+      } else if (lease.status == RemoteStore::Status::Miss) {
+        g = remote->wait_for_manifest(k.hex());
+        if (g.status == RemoteStore::Status::Hit)
+          count(kRemoteLeaseWaits);
+      } else if (lease.status == RemoteStore::Status::Error) {
+        g = lease;
+      }
+    }
+    switch (g.status) {
+    case RemoteStore::Status::Skipped:
+      count(kRemoteSkipped);
+      return false;
+    case RemoteStore::Status::Error:
+      count(kRemoteErrors);
+      warnings.push_back("remote cache " + g.error + "; built here instead");
+      return false;
+    case RemoteStore::Status::Miss:
+      count(kRemoteMisses);
+      return false;
+    case RemoteStore::Status::Hit:
+      break;
+    }
+    auto refuse = [&](const std::string &why) {
+      count(kRemoteRefused);
+      warnings.push_back("remote cache entry " + k.hex() + " from " + remote->url().display +
+                         " refused: " + why + "; built here instead");
+      return false;
+    };
+    Entry e;
+    e.statement = std::move(g.blobs.manifest);
+    std::string why = decode_manifest(e.statement, e.manifest);
+    if (!why.empty())
+      return refuse(why);
+    why = check_signed(e.statement, e.manifest, "remote manifest");
+    if (!why.empty())
+      return refuse(why);
+    if (e.manifest.key != k.hex())
+      return refuse("its manifest belongs to another key");
+    const Manifest &m = e.manifest;
+    std::uint64_t def_size = m.def_blake3.empty() ? 0 : m.def_size;
+    std::uint64_t implib_size = m.implib_blake3.empty() ? 0 : m.implib_size;
+    std::uint64_t total = m.size + def_size + implib_size;
+    if (total > remote->config().max_entry_bytes)
+      return refuse("it is " + std::to_string(total) + " bytes, over the limit of " +
+                    std::to_string(remote->config().max_entry_bytes));
+    RemoteStore::Got files = remote->get_files(k.hex(), m.size, def_size, implib_size);
+    if (files.status == RemoteStore::Status::Error) {
+      count(kRemoteErrors);
+      warnings.push_back("remote cache " + files.error + "; built here instead");
+      return false;
+    }
+    if (files.status == RemoteStore::Status::Skipped) {
+      count(kRemoteSkipped);
+      return false;
+    }
+    if (files.status == RemoteStore::Status::Miss)
+      return refuse("it is incomplete (" + files.error + ")");
+    RemoteStore::Blobs &b = files.blobs;
+    if (blake3_of(b.artifact.data(), b.artifact.size()) != m.blake3)
+      return refuse("its artifact does not match the BLAKE3 its manifest signs");
+    if (def_size && blake3_of(b.def.data(), b.def.size()) != m.def_blake3)
+      return refuse("its .def does not match the BLAKE3 its manifest signs");
+    if (implib_size && blake3_of(b.implib.data(), b.implib.size()) != m.implib_blake3)
+      return refuse("its import library does not match the BLAKE3 its manifest signs");
+    e.artifact.bytes = std::move(b.artifact);
+    e.artifact.def.assign(b.def.begin(), b.def.end());
+    e.artifact.implib = std::move(b.implib);
+    e.artifact.name = m.name;
+    e.artifact.target = m.target;
+    e.artifact.exports = m.exports;
+    e.artifact.linker_version = m.linker_version;
+    e.artifact.build_ms = m.build_ms;
+    count(kRemoteHits);
+    count(kSavedUs, static_cast<std::uint64_t>(m.build_ms * 1000));
+    out = std::move(e);
+    return true;
+  }
+
+  // Write-back: only signed entries are published (an unsigned one would
+  // be refused by every consumer).
+  void publish(const Key &k, const Artifact &a, const std::string &text) {
+    if (!remote || !cfg.sign_key)
+      return;
+    RemoteStore::Blobs b;
+    b.manifest = text;
+    b.artifact = a.bytes;
+    b.def.assign(a.def.begin(), a.def.end());
+    b.implib = a.implib;
+    remote->publish(k.hex(), std::move(b));
   }
 
   // Removes temporaries whose writer is gone (their flock is free), and the
@@ -751,9 +901,13 @@ struct Cache::Impl {
 
 Cache::Cache(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
-Cache::~Cache() { (void)impl_->flush(); }
+Cache::~Cache() {
+  impl_->remote.reset(); // drains the publish queue, which counts
+  (void)impl_->flush();
+}
 
 const Config &Cache::config() const { return impl_->cfg; }
+const std::vector<signature::PublicKey> &Cache::trust() const { return impl_->trust; }
 
 Expected<std::shared_ptr<Cache>> Cache::open(Config config) {
   if (config.dir.empty())
@@ -835,6 +989,36 @@ Expected<std::shared_ptr<Cache>> Cache::open(Config config) {
 
   auto impl = std::make_unique<Impl>();
   impl->cfg = config;
+  impl->trust = config.trusted_keys;
+  if (config.sign_key)
+    impl->trust.push_back(config.sign_key->public_key());
+  if (config.require_signed && !config.sign_key)
+    return make_error(ErrorCode::BadRequest,
+                      "requiring signed local entries needs a signing key: this process's own "
+                      "links would be refused",
+                      config.dir, "--sign-key", "pass --sign-key KEY (make one with hotlink keygen)");
+  if (config.remote) {
+    if (impl->trust.empty())
+      return make_error(ErrorCode::BadRequest,
+                        "a remote cache needs a key to trust: its entries are used only when "
+                        "a trusted key signed them",
+                        config.remote->url, "--trusted-key",
+                        "pass the publisher's public key (--trusted-key KEY.pub) or a signing "
+                        "key (--sign-key KEY) to publish and trust your own entries");
+    auto r = RemoteStore::create(*config.remote);
+    if (!r)
+      return r.take_error();
+    impl->remote = std::move(r.value());
+    Impl *raw = impl.get();
+    impl->remote->on_event([raw](RemoteStore::Event e, const std::string &) {
+      switch (e) {
+      case RemoteStore::Event::Published: raw->count(kPublished); break;
+      case RemoteStore::Event::Skipped: raw->count(kRemoteSkipped); break;
+      case RemoteStore::Event::PublishFailed:
+      case RemoteStore::Event::Dropped: raw->count(kPublishErrors); break;
+      }
+    });
+  }
   for (auto [name, fd] : {std::pair{"/usage", &impl->usage_fd},
                           std::pair{"/stats", &impl->stats_fd}}) {
     std::string p = impl->cfg.dir + name;
@@ -857,11 +1041,33 @@ Expected<std::shared_ptr<Cache>> Cache::open(Config config) {
 }
 
 Lookup Cache::lookup(const Key &key) {
-  Lookup l = impl_->find(key, /*touch=*/true);
-  if (l.entry)
-    impl_->count_hit(*l.entry);
-  else
-    impl_->count(kMisses);
+  Impl &I = *impl_;
+  Lookup l = I.find(key, /*touch=*/true);
+  if (l.entry) {
+    I.count_hit(*l.entry);
+    return l;
+  }
+  I.count(kMisses);
+  Entry e;
+  if (!I.fetch_remote(key, e, l.warnings))
+    return l;
+  // Kept locally, under the key's lock like any store.
+  bool over = false;
+  Fd lock;
+  if (I.ensure_shard(key) || !I.lock_file(I.file(key, kLock), I.deadline(), lock)) {
+    l.warnings.push_back("the artifact from the remote cache was not stored locally: cannot "
+                         "take the entry's lock");
+  } else if (auto err = I.store_locked(key, e.artifact, e.statement, over)) {
+    l.warnings.push_back("the artifact from the remote cache was not stored locally: " +
+                         err->to_string());
+  } else {
+    e.artifact_path = I.file(key, kArtifact);
+  }
+  lock.reset();
+  l.entry = std::move(e);
+  l.remote = true;
+  if (over)
+    prune();
   return l;
 }
 
@@ -882,8 +1088,10 @@ std::optional<Error> Cache::store(const Key &key, const Artifact &artifact) {
                             std::string(errno ? errno_text(errno) : "timed out"),
                         I.file(key, kLock), {}, "check the cache directory");
     }
-    if (auto err = I.store_locked(key, artifact, make_manifest(key, artifact), over))
+    std::string text = I.manifest_text(make_manifest(key, artifact));
+    if (auto err = I.store_locked(key, artifact, text, over))
       return err;
+    I.publish(key, artifact, text);
   }
   if (over)
     prune();
@@ -898,13 +1106,14 @@ Expected<Fetched> Cache::get_or_build(const Key &key, const Producer &produce) {
     I.count_hit(e);
     f.entry = std::move(e);
     f.hit = true;
+    f.source = Fetched::Source::Local;
     return std::move(f);
   };
   if (l.entry)
     return hit(*l.entry);
   auto note_corrupt = [&](const Lookup &x) {
     if (!x.corrupt.empty())
-      f.warnings.push_back("cache entry " + key.hex() + " was corrupt (" + x.corrupt +
+      f.warnings.push_back("cache entry " + key.hex() + " was unusable (" + x.corrupt +
                            "): removed, and built again");
   };
   note_corrupt(l);
@@ -930,22 +1139,44 @@ Expected<Fetched> Cache::get_or_build(const Key &key, const Producer &produce) {
     note_corrupt(again);
   }
   I.count(kMisses);
+  bool over = false;
+  Entry remote_entry;
+  if (I.fetch_remote(key, remote_entry, f.warnings)) {
+    if (locked) {
+      if (auto err = I.store_locked(key, remote_entry.artifact, remote_entry.statement, over))
+        f.warnings.push_back("the artifact from the remote cache was not stored locally: " +
+                             err->to_string());
+      else
+        remote_entry.artifact_path = I.file(key, kArtifact);
+    }
+    f.entry = std::move(remote_entry);
+    f.hit = true;
+    f.source = Fetched::Source::Remote;
+    lock.reset();
+    if (over)
+      prune();
+    return f;
+  }
   auto t0 = std::chrono::steady_clock::now();
   auto produced = produce();
-  if (!produced)
+  if (!produced) {
+    if (I.remote && I.cfg.sign_key)
+      I.remote->release_lease(key.hex());
     return produced.take_error();
+  }
   if (produced->build_ms == 0)
     produced->build_ms = std::chrono::duration<double, std::milli>(
                              std::chrono::steady_clock::now() - t0)
                              .count();
-  bool over = false;
   f.entry.manifest = make_manifest(key, produced.value());
+  f.entry.statement = I.manifest_text(f.entry.manifest);
   if (locked) {
-    if (auto err = I.store_locked(key, produced.value(), f.entry.manifest, over))
+    if (auto err = I.store_locked(key, produced.value(), f.entry.statement, over))
       f.warnings.push_back("the artifact was not stored in the cache: " + err->to_string());
     else
       f.entry.artifact_path = I.file(key, kArtifact);
   }
+  I.publish(key, produced.value(), f.entry.statement);
   f.entry.artifact = std::move(produced.value());
   lock.reset();
   if (over)
@@ -1082,8 +1313,7 @@ Stats Cache::stats() const {
     std::lock_guard<std::mutex> guard(I.file_mu);
     int fd = I.stats_fd.get();
     if (::flock(fd, LOCK_SH) == 0) {
-      if (::pread(fd, v, sizeof v, 0) != static_cast<ssize_t>(sizeof v))
-        std::fill(std::begin(v), std::end(v), 0);
+      read_counters(fd, v);
       ::flock(fd, LOCK_UN);
     }
   }
@@ -1100,6 +1330,15 @@ Stats Cache::stats() const {
   s.store_errors = v[kStoreErrors];
   s.lock_timeouts = v[kLockTimeouts];
   s.saved_ms = static_cast<double>(v[kSavedUs]) / 1000.0;
+  s.refused = v[kRefused];
+  s.remote_hits = v[kRemoteHits];
+  s.remote_misses = v[kRemoteMisses];
+  s.remote_errors = v[kRemoteErrors];
+  s.remote_refused = v[kRemoteRefused];
+  s.remote_skipped = v[kRemoteSkipped];
+  s.published = v[kPublished];
+  s.publish_errors = v[kPublishErrors];
+  s.remote_waits = v[kRemoteLeaseWaits];
   auto [bytes, entries] = I.usage(0, 0);
   s.bytes = bytes;
   s.entries = entries;
@@ -1111,24 +1350,29 @@ std::optional<Error> Cache::flush_stats() { return impl_->flush(); }
 // ---------------------------------------------------------------------------
 // Loader integration.
 
-loader::VerifyOptions verify_options(const Entry &entry) {
+loader::VerifyOptions verify_options(const Entry &entry,
+                                     const std::vector<signature::PublicKey> &trusted) {
   loader::VerifyOptions o;
   o.blake3 = entry.manifest.blake3;
   o.expected_exports = entry.manifest.exports;
+  o.trusted_keys = trusted;
+  o.statement = entry.statement;
   return o;
 }
 
-Expected<std::unique_ptr<loader::Library>> load(const Entry &entry) {
+Expected<std::unique_ptr<loader::Library>> load(const Entry &entry,
+                                                const std::vector<signature::PublicKey> &trusted) {
   std::string name = entry.artifact_path.empty() ? entry.manifest.name : entry.artifact_path;
-  auto v = loader::verify(entry.artifact.bytes, name, verify_options(entry));
+  auto v = loader::verify(entry.artifact.bytes, name, verify_options(entry, trusted));
   if (!v)
     return v.take_error();
   return loader::load_private(entry.artifact.bytes, name);
 }
 
-std::optional<Error> reload(loader::HotModule &module, const Entry &entry) {
+std::optional<Error> reload(loader::HotModule &module, const Entry &entry,
+                            const std::vector<signature::PublicKey> &trusted) {
   std::string name = entry.artifact_path.empty() ? entry.manifest.name : entry.artifact_path;
-  return module.reload(entry.artifact.bytes, name, verify_options(entry));
+  return module.reload(entry.artifact.bytes, name, verify_options(entry, trusted));
 }
 
 } // namespace hotlink::cache

@@ -35,7 +35,9 @@
 //   then see as corrupt (a miss), never as a wrong hit.
 #pragma once
 
+#include "cache/remote.h"
 #include "exports/error.h"
+#include "loader/signature.h"
 
 #include <chrono>
 #include <cstdint>
@@ -113,6 +115,9 @@ struct Manifest {
   std::uint64_t def_size = 0, implib_size = 0;
   std::string def_blake3, implib_blake3; // empty when absent
   double build_ms = 0;                   // what producing it cost
+  // Hex of the trusted key whose signature was checked; empty when the
+  // entry was read without requiring one.
+  std::string signer;
 };
 
 struct Entry {
@@ -120,6 +125,8 @@ struct Entry {
   Artifact artifact;         // verified against the manifest
   std::string artifact_path; // in the cache; may be evicted later: use
                              // artifact.bytes, or copy it out
+  std::string statement;     // the manifest as stored: a statement
+                             // (loader/signature.h), with its signatures
 };
 
 struct Limits {
@@ -134,6 +141,22 @@ struct Config {
   // How long get_or_build() waits for another process building the same
   // key before building it too (the result is the same; only work is lost).
   std::chrono::milliseconds lock_timeout{120000};
+
+  // A Redis server shared with other hosts (cache/remote.h): a local miss
+  // asks it before building, and what this process builds is published to
+  // it when it has a sign_key. Needs trusted keys (or a sign_key, whose
+  // public half is trusted): an entry from the remote is used only when a
+  // trusted key signed it.
+  std::optional<RemoteConfig> remote;
+  // Signs the manifest of every entry this process stores or publishes.
+  std::optional<signature::SecretKey> sign_key;
+  // Remote entries are used only when signed by one of these keys or by
+  // sign_key.
+  std::vector<signature::PublicKey> trusted_keys;
+  // Local entries, too, are used only when so signed; any other is refused
+  // (counted in Stats::refused) and replaced. Needs sign_key, or this
+  // process's own links would be refused.
+  bool require_signed = false;
 };
 
 struct Stats {
@@ -144,19 +167,30 @@ struct Stats {
   std::uint64_t evictions = 0;    // entries removed by limits
   std::uint64_t stores = 0, store_errors = 0;
   std::uint64_t lock_timeouts = 0; // waits for another builder that gave up
+  std::uint64_t refused = 0;      // local entries whose signature was refused
   double saved_ms = 0;            // the build time of every entry hit
+  // The remote tier. A remote hit is also a local miss.
+  std::uint64_t remote_hits = 0, remote_misses = 0;
+  std::uint64_t remote_errors = 0;  // unreachable, timed out, garbage
+  std::uint64_t remote_refused = 0; // unsigned, untrusted, tampered, too large
+  std::uint64_t remote_skipped = 0; // not asked: in backoff after a failure
+  std::uint64_t published = 0, publish_errors = 0; // write-back (incl. dropped)
+  std::uint64_t remote_waits = 0; // remote hits that waited for another host's build
   // The directory now (from DIR/usage, which prune() recomputes).
   std::uint64_t bytes = 0, entries = 0;
 };
 
 struct Lookup {
   std::optional<Entry> entry;
+  bool remote = false; // the entry came from the remote tier (and is now local)
+  std::vector<std::string> warnings; // remote failures and refusals
   std::string corrupt; // why the entry found was refused (and removed)
 };
 
 struct Fetched {
   Entry entry;
-  bool hit = false;
+  bool hit = false; // not built here: from the local directory or the remote
+  enum class Source { Local, Remote, Built } source = Source::Built;
   std::vector<std::string> warnings; // corrupt entry replaced, store failed
 };
 
@@ -208,6 +242,9 @@ public:
   Stats stats() const;
   std::optional<Error> flush_stats();
   const Config &config() const;
+  // The keys an entry's signature is checked against (trusted_keys and
+  // sign_key's public half).
+  const std::vector<signature::PublicKey> &trust() const;
 
   struct Impl;
 
@@ -218,9 +255,14 @@ private:
 
 // Loader integration: the manifest's BLAKE3 and export list as what the
 // loader must find, so bytes changed after they were stored are refused
-// (HashMismatch) before anything is mapped.
-loader::VerifyOptions verify_options(const Entry &entry);
-Expected<std::unique_ptr<loader::Library>> load(const Entry &entry);
-std::optional<Error> reload(loader::HotModule &module, const Entry &entry);
+// (HashMismatch) before anything is mapped. With `trusted` keys (e.g.
+// Cache::trust()), the loader also requires the entry's statement to be
+// signed by one of them, and checks the bytes against it.
+loader::VerifyOptions verify_options(const Entry &entry,
+                                     const std::vector<signature::PublicKey> &trusted = {});
+Expected<std::unique_ptr<loader::Library>> load(
+    const Entry &entry, const std::vector<signature::PublicKey> &trusted = {});
+std::optional<Error> reload(loader::HotModule &module, const Entry &entry,
+                            const std::vector<signature::PublicKey> &trusted = {});
 
 } // namespace hotlink::cache

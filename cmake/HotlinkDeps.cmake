@@ -32,3 +32,10 @@ target_include_directories(hotlink_llvm SYSTEM INTERFACE ${LLVM_INCLUDE_DIRS})
 separate_arguments(HOTLINK_LLVM_DEFS NATIVE_COMMAND "${LLVM_DEFINITIONS}")
 target_compile_options(hotlink_llvm INTERFACE ${HOTLINK_LLVM_DEFS})
 target_link_libraries(hotlink_llvm INTERFACE LLVM)
+
+# The remote cache tier (hiredis) and artifact signatures (libsodium's
+# Ed25519), both from Debian: libhiredis-dev, libsodium-dev.
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(HIREDIS REQUIRED IMPORTED_TARGET hiredis)
+pkg_check_modules(SODIUM REQUIRED IMPORTED_TARGET libsodium)
+find_program(HOTLINK_REDIS_SERVER NAMES redis-server PATHS /usr/bin /usr/sbin)

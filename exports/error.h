@@ -37,6 +37,10 @@ enum class ErrorCode {
   InitFailed,        // loader: the on_load hook refused the new version
   CacheUnsafe,       // cache: the directory is not private to this user
   CacheError,        // cache: the directory or an entry cannot be used
+  Unsigned,          // signature: no signature, where one is required
+  UntrustedSigner,   // signature: signed, but by no trusted key
+  BadSignature,      // signature: it does not verify, or the statement is malformed
+  KeyError,          // signature: a key file is unreadable, malformed or unsafe
   Internal,          // a bug in hotlink; please report
 };
 

@@ -47,6 +47,10 @@ const char *to_string(ErrorCode code) {
   case ErrorCode::InitFailed: return "init-failed";
   case ErrorCode::CacheUnsafe: return "cache-unsafe";
   case ErrorCode::CacheError: return "cache-error";
+  case ErrorCode::Unsigned: return "unsigned";
+  case ErrorCode::UntrustedSigner: return "untrusted-signer";
+  case ErrorCode::BadSignature: return "bad-signature";
+  case ErrorCode::KeyError: return "key-error";
   case ErrorCode::Internal: return "internal";
   }
   return "unknown";

@@ -92,8 +92,10 @@ enum class Severity { Note, Warning, Error };
 // Whether the service's cache answered: Off (no cache, or use_cache false),
 // Hit (the artifact came from the cache; lld did not run), Miss (linked,
 // then stored).
-enum class CacheUse { Off, Hit, Miss };
-const char *to_string(CacheUse use); // "off", "hit", "miss"
+// RemoteHit: the local cache missed and its remote tier had the entry,
+// signed by a trusted key (cache/remote.h); lld did not run.
+enum class CacheUse { Off, Hit, Miss, RemoteHit };
+const char *to_string(CacheUse use); // "off", "hit", "miss", "remote-hit"
 
 struct Diagnostic {
   Severity severity = Severity::Error;

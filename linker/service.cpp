@@ -181,7 +181,7 @@ LinkResult LinkService::Impl::link(const LinkRequest &req) {
       ++stats.in_worker;
     else if (res.executed_by == "in-process")
       ++stats.in_process;
-    if (res.cache == CacheUse::Hit)
+    if (res.cache == CacheUse::Hit || res.cache == CacheUse::RemoteHit)
       ++stats.cache_hits;
     else if (res.cache == CacheUse::Miss)
       ++stats.cache_misses;
@@ -250,7 +250,9 @@ LinkResult LinkService::Impl::link(const LinkRequest &req) {
     if (!fetched)
       return finish(fetched.take_error());
     cache::Entry &e = fetched->entry;
-    res.cache = fetched->hit ? CacheUse::Hit : CacheUse::Miss;
+    res.cache = fetched->source == cache::Fetched::Source::Remote ? CacheUse::RemoteHit
+                : fetched->hit                                     ? CacheUse::Hit
+                                                                   : CacheUse::Miss;
     if (fetched->hit)
       res.executed_by = "cache";
     for (std::string &w : fetched->warnings)
@@ -351,6 +353,7 @@ const char *to_string(CacheUse use) {
   case CacheUse::Off: return "off";
   case CacheUse::Hit: return "hit";
   case CacheUse::Miss: return "miss";
+  case CacheUse::RemoteHit: return "remote-hit";
   }
   return "off";
 }

@@ -68,6 +68,19 @@ Expected<std::vector<std::uint8_t>> read_artifact_file(const std::string &path) 
 Expected<Verified> verify(const std::vector<std::uint8_t> &bytes, const std::string &name,
                           const VerifyOptions &options) {
   Verified v;
+  std::vector<std::string> signed_exports;
+  if (!options.trusted_keys.empty()) {
+    if (options.statement.empty())
+      return make_error(ErrorCode::Unsigned,
+                        "has no signed statement, and a signature by a trusted key is required", name,
+                        {}, "sign it (hotlink sign, or link with --sign-key) and pass its statement");
+    auto c = signature::check_artifact(bytes, options.statement, options.trusted_keys, name);
+    if (!c)
+      return c.take_error();
+    v.signer = c->signer.hex();
+    v.blake3 = c->blake3;
+    signed_exports = std::move(c->exports);
+  }
   // The hash first: bytes that are not the expected ones are refused
   // before anything parses them.
   if (!options.sha256.empty() || !options.blake3.empty()) {
@@ -103,6 +116,10 @@ Expected<Verified> verify(const std::vector<std::uint8_t> &bytes, const std::str
                       std::string("is built for ") + exports::to_string(v.info.arch) + "; this host is " +
                           exports::to_string(host_arch()),
                       name, {}, "link it for the host's target");
+  for (const std::string &e : signed_exports)
+    if (!std::binary_search(v.info.exports.begin(), v.info.exports.end(), e))
+      return make_error(ErrorCode::MissingExport, "is signed as exporting it, but does not", name, e,
+                        "the artifact does not match its statement; rebuild it");
   for (const std::string &e : options.expected_exports)
     if (!std::binary_search(v.info.exports.begin(), v.info.exports.end(), e))
       return make_error(ErrorCode::MissingExport, "is not exported by the artifact", name, e,

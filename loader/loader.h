@@ -17,6 +17,7 @@
 #pragma once
 
 #include "exports/error.h"
+#include "loader/signature.h"
 #include "exports/symbols.h"
 #include "loader/halide_abi.h"
 
@@ -36,6 +37,12 @@ struct VerifyOptions {
   // with dlsym; skipped when the artifact names DT_NEEDED libraries, whose
   // symbols the dynamic loader may bring).
   bool check_imports = true;
+  // Non-empty: the artifact must come with a statement (loader/signature.h)
+  // signed by one of these keys, whose BLAKE3, size and export list it
+  // matches; otherwise it is refused (Unsigned, UntrustedSigner,
+  // BadSignature, HashMismatch, MissingExport) before anything parses it.
+  std::vector<signature::PublicKey> trusted_keys;
+  std::string statement; // e.g. a cache manifest or a `hotlink sign` .sig file
 };
 
 struct Verified {
@@ -43,6 +50,7 @@ struct Verified {
   // Of the bytes: the hash that was checked; SHA-256 when none was (BLAKE3
   // is left empty then, and SHA-256 when only a BLAKE3 was checked).
   std::string sha256, blake3;
+  std::string signer; // hex of the trusted key that signed it, if required
 };
 
 Expected<Verified> verify(const std::vector<std::uint8_t> &bytes, const std::string &name,

@@ -6,6 +6,7 @@
 #include "llvm/Support/Program.h"
 #include "llvm/Support/xxhash.h"
 
+#include <atomic>
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -76,7 +77,7 @@ Bytes cached_tool(const std::vector<std::string> &tool_args,
 } // namespace
 
 std::string temp_dir() {
-  static int counter = 0;
+  static std::atomic<int> counter{0}; // test::run() may be called from threads
   std::string d = root().path + "/d" + std::to_string(counter++);
   llvm::sys::fs::create_directories(d);
   return d;

@@ -28,6 +28,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <iostream>
 #include <string>
 #include <unistd.h>
@@ -47,6 +48,8 @@ commands:
   verify    check an artifact before it is loaded (and, with --load, load it)
   cache     show, check, prune or clear a cache directory (stats|verify|prune|clear)
   implib    make a Windows import library from a .def (link against a DLL without its SDK)
+  keygen    make an Ed25519 key pair for signing artifacts and cache entries
+  sign      sign an artifact (writes FILE.sig, which `verify --trusted-key` checks)
   targets   list the supported targets
 
 Run `hotlink <command> --help` for a command's options.
@@ -84,8 +87,24 @@ options:
   --cache DIR          use (or create, 0700) the cache in DIR: a hit copies the
                        stored artifact to OUT without running lld
   --cache-max-bytes N  the cache's size limit (default 1G; K, M, G suffixes)
+  --remote URL         with --cache: a Redis server shared with other hosts,
+                       redis://HOST[:PORT][/DB] or redis+unix:///PATH; a local
+                       miss asks it before linking, and what is linked here is
+                       published to it (needs --sign-key). If it is down, slow
+                       or returns garbage, the link goes on locally.
+  --sign-key KEY       sign the cache entries this link stores and publishes
+                       (a key from `hotlink keygen`; its .pub is trusted too)
+  --trusted-key PUB    trust remote entries signed by PUB (repeatable). A remote
+                       entry is used only when a trusted key signed it.
+  --require-signed     with --sign-key: local entries, too, are used only when
+                       a trusted key (or the sign key) signed them
+  --remote-sync        publish before exiting the link (default: in the
+                       background, drained for at most 5 s at exit)
+  --remote-timeout-ms N  connect and reply timeout (default 500 and 2000)
+  --remote-ttl SECONDS   how long published entries live (default 604800)
+  --remote-max-bytes N   largest entry sent or accepted (default 64M)
   --json               print the result as JSON on stdout ("cache": "hit",
-                       "miss" or "off")
+                       "remote-hit", "miss" or "off")
   -h, --help           this help
 
 Policies: entry-points exports every function f that has an f_argv or
@@ -117,6 +136,13 @@ exit codes: 0 printed, 1 no export can be written (e.g. a hostile name),
 2 bad usage or bad input.
 )";
 
+std::optional<std::string> read_text_file(const std::string &path) {
+  auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
+  if (!buf)
+    return std::nullopt;
+  return (*buf)->getBuffer().str();
+}
+
 int usage_error(const std::string &msg, const char *help_cmd) {
   std::fprintf(stderr, "hotlink: %s\nRun `hotlink %s --help` for usage.\n",
                msg.c_str(), help_cmd);
@@ -130,7 +156,7 @@ int exit_code_for(hotlink::ErrorCode c) {
   case ErrorCode::InvalidInput: case ErrorCode::FormatMismatch:
   case ErrorCode::ArchMismatch: case ErrorCode::MixedFormats:
   case ErrorCode::BadSymbolName: case ErrorCode::MissingExport:
-  case ErrorCode::OutputError: case ErrorCode::CacheUnsafe:
+  case ErrorCode::OutputError: case ErrorCode::CacheUnsafe: case ErrorCode::KeyError:
     return kUsage;
   default:
     return kFailed;
@@ -268,8 +294,19 @@ int print_error(const hotlink::Error &e, bool json) {
 int cmd_link(int argc, char **argv) {
   hotlink::LinkRequest req;
   bool json = false;
-  std::string cache_dir;
+  std::string cache_dir, sign_key;
+  std::vector<std::string> trusted_keys;
   hotlink::cache::Limits limits;
+  std::optional<hotlink::cache::RemoteConfig> remote;
+  auto remote_config = [&]() -> hotlink::cache::RemoteConfig & {
+    if (!remote)
+      remote.emplace();
+    return *remote;
+  };
+  bool remote_sync = false, require_signed = false;
+  std::optional<std::chrono::milliseconds> remote_timeout;
+  std::optional<std::chrono::seconds> remote_ttl;
+  std::optional<std::uint64_t> remote_max;
   for (int i = 0; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&](std::string &out) {
@@ -297,6 +334,32 @@ int cmd_link(int argc, char **argv) {
       req.support_objects = false;
     } else if (a == "--exe") {
       req.executable = true;
+    } else if (a == "--remote-sync") {
+      remote_sync = true;
+    } else if (a == "--require-signed") {
+      require_signed = true;
+    } else if (a == "--remote" || a == "--sign-key" || a == "--trusted-key" ||
+               a == "--remote-timeout-ms" || a == "--remote-ttl" || a == "--remote-max-bytes") {
+      if (!value(v))
+        return usage_error("option " + a + " needs a value", "link");
+      unsigned long n = 0;
+      std::uint64_t size = 0;
+      if (a == "--remote") remote_config().url = v;
+      else if (a == "--sign-key") sign_key = v;
+      else if (a == "--trusted-key") trusted_keys.push_back(v);
+      else if (a == "--remote-max-bytes") {
+        if (!parse_size(v, size) || size == 0)
+          return usage_error("--remote-max-bytes takes a size such as 64M, not '" + v + "'", "link");
+        remote_max = size;
+      } else if (!parse_unsigned(v, n) || (a == "--remote-timeout-ms" && n == 0)) {
+        return usage_error(a + " takes a " + (a == "--remote-ttl" ? "number" : "positive number") +
+                               ", not '" + v + "'",
+                           "link");
+      } else if (a == "--remote-timeout-ms") {
+        remote_timeout = std::chrono::milliseconds(n);
+      } else {
+        remote_ttl = std::chrono::seconds(n);
+      }
     } else if (a == "--target" || a == "-o" || a == "-L" || a == "-l" ||
                a == "--sysroot" || a == "--flag" || a == "--threads" ||
                a == "--timeout-ms" || a == "--def" || a == "--implib" || a == "--def-in" ||
@@ -348,9 +411,42 @@ int cmd_link(int argc, char **argv) {
   if (req.inputs.empty())
     return usage_error("no input files", "link");
 
+  if (cache_dir.empty() && (remote || !sign_key.empty() || !trusted_keys.empty() || require_signed))
+    return usage_error(std::string(remote ? "--remote" : !sign_key.empty() ? "--sign-key" : "--trusted-key") +
+                           " needs --cache DIR (signatures and the remote tier are the cache's; "
+                           "sign a file with `hotlink sign`)",
+                       "link");
+  if (!remote && (remote_sync || remote_timeout || remote_ttl || remote_max))
+    return usage_error("the --remote-* options need --remote URL", "link");
   hotlink::ServiceConfig config;
   if (!cache_dir.empty()) {
-    auto c = hotlink::cache::Cache::open({cache_dir, limits});
+    hotlink::cache::Config cc;
+    cc.dir = cache_dir;
+    cc.limits = limits;
+    cc.require_signed = require_signed;
+    if (!sign_key.empty()) {
+      auto k = hotlink::signature::read_secret_key(sign_key);
+      if (!k)
+        return print_error(k.error(), json);
+      cc.sign_key = k.value();
+    }
+    for (const std::string &t : trusted_keys) {
+      auto k = hotlink::signature::read_public_key(t);
+      if (!k)
+        return print_error(k.error(), json);
+      cc.trusted_keys.push_back(k.value());
+    }
+    if (remote) {
+      remote->synchronous_publish = remote_sync;
+      if (remote_timeout)
+        remote->connect_timeout = remote->io_timeout = *remote_timeout;
+      if (remote_ttl)
+        remote->ttl = *remote_ttl;
+      if (remote_max)
+        remote->max_entry_bytes = *remote_max;
+      cc.remote = remote;
+    }
+    auto c = hotlink::cache::Cache::open(std::move(cc));
     if (!c)
       return print_error(c.error(), json);
     config.cache = std::move(c.value());
@@ -366,7 +462,9 @@ int cmd_link(int argc, char **argv) {
     if (r.ok())
       std::printf("linked %s for %s (%s%s, %.2f ms)\n", r.artifact_path.c_str(),
                   r.target.c_str(),
-                  r.cache == hotlink::CacheUse::Hit ? "cache hit" : r.executed_by.c_str(),
+                  r.cache == hotlink::CacheUse::Hit         ? "cache hit"
+                  : r.cache == hotlink::CacheUse::RemoteHit ? "remote cache hit"
+                                                            : r.executed_by.c_str(),
                   r.cache == hotlink::CacheUse::Miss ? ", cache miss: stored" : "",
                   r.timings.total_ms);
     else
@@ -507,6 +605,11 @@ options:
                        input:1:2:1:8,scale:0:0:2:32 (name:kind:dims:code:bits)
   --metadata SYMBOL    the metadata entry point for --abi (default: the
                        only *_metadata export)
+  --trusted-key PUB    require a signature by PUB (repeatable: any of them);
+                       the artifact must match the signed BLAKE3, size and
+                       exports
+  --signature FILE     the signed statement (default: ARTIFACT.sig, as
+                       written by `hotlink sign`)
   --json               print the result as JSON
   -h, --help           this help
 
@@ -546,7 +649,7 @@ bool parse_abi(const std::string &spec, hotlink::loader::ExpectedAbi &abi) {
 int cmd_verify(int argc, char **argv) {
   using namespace hotlink::loader;
   VerifyOptions opts;
-  std::string artifact, metadata, abi_spec;
+  std::string artifact, metadata, abi_spec, signature_path;
   bool load = false, json = false;
   for (int i = 0; i < argc; ++i) {
     std::string a = argv[i];
@@ -556,11 +659,18 @@ int cmd_verify(int argc, char **argv) {
       load = true;
     } else if (a == "--json") {
       json = true;
-    } else if (a == "--expect" || a == "--sha256" || a == "--blake3" || a == "--abi" || a == "--metadata") {
+    } else if (a == "--expect" || a == "--sha256" || a == "--blake3" || a == "--abi" ||
+               a == "--metadata" || a == "--trusted-key" || a == "--signature") {
       if (i + 1 >= argc)
         return usage_error("option " + a + " needs a value", "verify");
       std::string v = argv[++i];
-      if (a == "--expect") opts.expected_exports.push_back(v);
+      if (a == "--trusted-key") {
+        auto k = hotlink::signature::read_public_key(v);
+        if (!k)
+          return print_error(k.error(), json);
+        opts.trusted_keys.push_back(k.value());
+      } else if (a == "--signature") signature_path = v;
+      else if (a == "--expect") opts.expected_exports.push_back(v);
       else if (a == "--sha256") opts.sha256 = v;
       else if (a == "--blake3") opts.blake3 = v;
       else if (a == "--abi") abi_spec = v;
@@ -586,17 +696,34 @@ int cmd_verify(int argc, char **argv) {
   if (!abi_spec.empty() && !load)
     return usage_error("--abi needs --load (the metadata is read from the mapped image)", "verify");
 
+  if (!signature_path.empty() && opts.trusted_keys.empty())
+    return usage_error("--signature needs --trusted-key (the keys whose signature counts)", "verify");
   llvm::json::Object out{{"artifact", artifact}};
   std::optional<hotlink::Error> refusal;
   std::vector<std::string> exports_list;
   llvm::json::Array metas;
   auto bytes = read_artifact_file(artifact);
-  if (!bytes) {
+  if (bytes && !opts.trusted_keys.empty()) {
+    if (signature_path.empty())
+      signature_path = artifact + ".sig";
+    auto text = read_text_file(signature_path);
+    if (!text)
+      refusal = hotlink::make_error(hotlink::ErrorCode::Unsigned,
+                                    "has no signature: cannot read " + signature_path, artifact,
+                                    "--signature", "sign it with `hotlink sign --key KEY " + artifact +
+                                                       "`, or name its statement with --signature");
+    else
+      opts.statement = text.value();
+  }
+  if (refusal) {
+  } else if (!bytes) {
     refusal = bytes.error();
   } else if (auto v = verify(bytes.value(), artifact, opts); !v) {
     refusal = v.error();
   } else {
     exports_list = v->info.exports;
+    if (!v->signer.empty())
+      out["signer"] = v->signer;
     out["sha256"] = v->sha256.empty() ? sha256_hex(bytes.value()) : v->sha256;
     out["blake3"] = v->blake3.empty() ? blake3_hex(bytes.value()) : v->blake3;
     if (load) {
@@ -653,8 +780,8 @@ int cmd_verify(int argc, char **argv) {
   } else if (refusal) {
     std::fprintf(stderr, "hotlink: refused: %s\n", refusal->to_string().c_str());
   } else {
-    std::printf("accepted %s (%zu exports%s)\n", artifact.c_str(), exports_list.size(),
-                load ? ", loaded" : "");
+    std::printf("accepted %s (%zu exports%s%s)\n", artifact.c_str(), exports_list.size(),
+                load ? ", loaded" : "", opts.trusted_keys.empty() ? "" : ", signed by a trusted key");
   }
   if (!refusal)
     return kOk;
@@ -761,6 +888,15 @@ int cmd_cache(int argc, char **argv) {
     out["saved_ms"] = st.saved_ms;
     out["bytes"] = static_cast<std::int64_t>(st.bytes);
     out["entries"] = static_cast<std::int64_t>(st.entries);
+    out["refused"] = static_cast<std::int64_t>(st.refused);
+    out["remote"] = llvm::json::Object{
+        {"hits", static_cast<std::int64_t>(st.remote_hits)},
+        {"misses", static_cast<std::int64_t>(st.remote_misses)},
+        {"errors", static_cast<std::int64_t>(st.remote_errors)},
+        {"refused", static_cast<std::int64_t>(st.remote_refused)},
+        {"skipped", static_cast<std::int64_t>(st.remote_skipped)},
+        {"published", static_cast<std::int64_t>(st.published)},
+        {"publish_errors", static_cast<std::int64_t>(st.publish_errors)}};
     text = llvm::formatv("cache {0}\n  entries       {1}\n  bytes         {2}\n"
                          "  hits          {3}\n  misses        {4}\n  hit rate      {5}\n"
                          "  stores        {6} ({7} failed)\n  corrupt       {8} (removed)\n"
@@ -770,6 +906,12 @@ int cmd_cache(int argc, char **argv) {
                                  : std::string("-"),
                          st.stores, st.store_errors, st.corrupt, st.evictions, st.lock_timeouts, st.saved_ms)
                .str();
+    text += llvm::formatv("  refused       {0} (signature)\n  remote        {1} hits, {2} misses, "
+                          "{3} errors, {4} refused, {5} skipped (backoff)\n"
+                          "  published     {6} ({7} failed)\n",
+                          st.refused, st.remote_hits, st.remote_misses, st.remote_errors,
+                          st.remote_refused, st.remote_skipped, st.published, st.publish_errors)
+                .str();
   } else if (action == "verify") {
     hotlink::cache::VerifyReport r = cache.verify();
     llvm::json::Array bad;
@@ -907,6 +1049,143 @@ int cmd_targets(int argc, char **argv) {
 
 } // namespace
 
+const char *kKeygenHelp = R"(usage: hotlink keygen -o KEY [--force]
+
+Makes an Ed25519 key pair: KEY, the secret signing key (mode 0600; never
+share it), and KEY.pub, the public key consumers pass to --trusted-key.
+An existing KEY is not replaced unless --force is given.
+
+exit codes: 0 written, 1 cannot write, 2 bad usage.
+)";
+
+int cmd_keygen(int argc, char **argv) {
+  std::string out;
+  bool force = false, json = false;
+  for (int i = 0; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "-h" || a == "--help")
+      return std::fputs(kKeygenHelp, stdout), kOk;
+    if (a == "--force") force = true;
+    else if (a == "--json") json = true;
+    else if (a == "-o" && i + 1 < argc) out = argv[++i];
+    else if (a == "-o") return usage_error("option -o needs a value", "keygen");
+    else return usage_error("unknown option '" + a + "'", "keygen");
+  }
+  if (out.empty())
+    return usage_error("missing -o KEY", "keygen");
+  auto key = hotlink::signature::SecretKey::generate();
+  if (auto err = hotlink::signature::write_key_pair(key, out, force))
+    return print_error(*err, json);
+  std::string pub = key.public_key().hex();
+  if (json)
+    llvm::outs() << llvm::formatv("{0:2}", llvm::json::Value(llvm::json::Object{
+                                               {"ok", true}, {"secret_key", out},
+                                               {"public_key", out + ".pub"}, {"key", pub}}))
+                 << "\n";
+  else
+    std::printf("wrote %s (secret, mode 0600) and %s.pub (public key %s)\n", out.c_str(), out.c_str(),
+                pub.c_str());
+  return kOk;
+}
+
+const char *kSignHelp = R"(usage: hotlink sign --key KEY ARTIFACT [-o FILE.sig]
+
+Signs ARTIFACT (any target's .so, .dll, .dylib or wasm module) with KEY: writes
+a statement of its size, BLAKE3 and export list, signed with Ed25519, to
+ARTIFACT.sig (or FILE.sig). `hotlink verify --trusted-key KEY.pub` and the
+loader (VerifyOptions::trusted_keys) accept the artifact only with it.
+Signing an existing .sig again adds a signature.
+
+options:
+  --key KEY     the secret key (from `hotlink keygen`; must be mode 0600)
+  -o FILE.sig   where to write the statement (default: ARTIFACT.sig)
+  --json        print the result as JSON
+  -h, --help    this help
+
+exit codes: 0 signed, 1 cannot write, 2 bad usage or bad input.
+)";
+
+int cmd_sign(int argc, char **argv) {
+  std::string key_path, artifact, out;
+  bool json = false;
+  for (int i = 0; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "-h" || a == "--help")
+      return std::fputs(kSignHelp, stdout), kOk;
+    if (a == "--json") {
+      json = true;
+    } else if (a == "--key" || a == "-o") {
+      if (i + 1 >= argc)
+        return usage_error("option " + a + " needs a value", "sign");
+      (a == "--key" ? key_path : out) = argv[++i];
+    } else if (a.size() > 1 && a[0] == '-') {
+      return usage_error("unknown option '" + a + "'", "sign");
+    } else if (artifact.empty()) {
+      artifact = a;
+    } else {
+      return usage_error("sign takes one artifact", "sign");
+    }
+  }
+  if (artifact.empty())
+    return usage_error("no artifact", "sign");
+  if (key_path.empty())
+    return usage_error("missing --key KEY (make one with `hotlink keygen -o KEY`)", "sign");
+  if (out.empty())
+    out = artifact + ".sig";
+  auto key = hotlink::signature::read_secret_key(key_path);
+  if (!key)
+    return print_error(key.error(), json);
+  auto bytes = hotlink::loader::read_artifact_file(artifact);
+  if (!bytes)
+    return print_error(bytes.error(), json);
+  auto info = hotlink::exports::read_artifact(bytes->data(), bytes->size(), artifact);
+  if (!info)
+    return print_error(info.error(), json);
+  if (info->kind != hotlink::exports::FileKind::SharedObject)
+    return print_error(hotlink::make_error(hotlink::ErrorCode::NotASharedObject,
+                                           "is not a linked artifact", artifact, {},
+                                           "sign the shared object `hotlink link` wrote"),
+                       json);
+  std::string name = artifact.substr(artifact.rfind('/') == std::string::npos ? 0 : artifact.rfind('/') + 1);
+  std::string json_text = hotlink::signature::artifact_statement_json(
+      bytes.value(), name, info->exports, triple_for(info->format, info->arch));
+  std::string statement = hotlink::signature::seal(json_text);
+  // A statement of these very bytes already there gets one more signature.
+  if (auto old = read_text_file(out)) {
+    auto parsed = hotlink::signature::parse_statement(*old, out);
+    if (parsed && parsed->json == json_text)
+      statement = *old;
+  }
+  statement += key->sign_line(json_text) + "\n";
+  std::string temp = out + ".tmp-" + std::to_string(::getpid());
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(temp, ec);
+    if (!ec)
+      os << statement;
+    os.close();
+    if (ec || os.has_error() || std::rename(temp.c_str(), out.c_str()) != 0) {
+      std::remove(temp.c_str());
+      return print_error(hotlink::make_error(hotlink::ErrorCode::OutputError,
+                                             "cannot write the signature: " +
+                                                 (ec ? ec.message() : std::string(std::strerror(errno))),
+                                             out),
+                         json);
+    }
+  }
+  std::string signer = key->public_key().hex();
+  if (json)
+    llvm::outs() << llvm::formatv("{0:2}", llvm::json::Value(llvm::json::Object{
+                                               {"ok", true}, {"artifact", artifact}, {"signature", out},
+                                               {"signer", signer},
+                                               {"blake3", hotlink::loader::blake3_hex(bytes.value())}}))
+                 << "\n";
+  else
+    std::printf("signed %s (%zu exports) with %s: %s\n", artifact.c_str(), info->exports.size(),
+                signer.substr(0, 16).c_str(), out.c_str());
+  return kOk;
+}
+
 int main(int argc, char **argv) {
   if (argc < 2)
     return std::fputs(kTopHelp, stderr), kUsage;
@@ -925,6 +1204,10 @@ int main(int argc, char **argv) {
     return cmd_implib(argc - 2, argv + 2);
   if (cmd == "targets")
     return cmd_targets(argc - 2, argv + 2);
+  if (cmd == "keygen")
+    return cmd_keygen(argc - 2, argv + 2);
+  if (cmd == "sign")
+    return cmd_sign(argc - 2, argv + 2);
   std::fprintf(stderr, "hotlink: unknown command '%s'\n\n%s", cmd.c_str(), kTopHelp);
   return kUsage;
 }
