@@ -1113,7 +1113,7 @@ Expected<Fetched> Cache::get_or_build(const Key &key, const Producer &produce) {
     return hit(*l.entry);
   auto note_corrupt = [&](const Lookup &x) {
     if (!x.corrupt.empty())
-      f.warnings.push_back("cache entry " + key.hex() + " was unusable (" + x.corrupt +
+      f.warnings.push_back("cache entry " + key.hex() + " was corrupt or refused (" + x.corrupt +
                            "): removed, and built again");
   };
   note_corrupt(l);
