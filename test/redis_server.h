@@ -14,6 +14,7 @@
 #include <vector>
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -55,6 +56,12 @@ public:
     std::string port = std::to_string(port_), sock = socket_path(), log = dir_ + "/redis.log";
     pid_ = ::fork();
     if (pid_ == 0) {
+      // Not the test's stdout/stderr: a server that outlived the test
+      // would keep ctest waiting on the pipe.
+      int null = ::open("/dev/null", O_RDWR);
+      ::dup2(null, 0);
+      ::dup2(null, 1);
+      ::dup2(null, 2);
       ::execl(HOTLINK_REDIS_SERVER_PATH, HOTLINK_REDIS_SERVER_PATH, "--port", port.c_str(), "--bind",
               "127.0.0.1", "--unixsocket", sock.c_str(), "--unixsocketperm", "700", "--save", "",
               "--appendonly", "no", "--dir", dir_.c_str(), "--logfile", log.c_str(),

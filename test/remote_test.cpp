@@ -45,15 +45,18 @@ LinkRequest request(const Bytes &obj, const std::string &out = {}) {
 }
 
 // One Redis for the whole suite; tests use different keys or flush it.
+// Destroyed (killed) at exit.
 test::RedisServer &redis() {
-  static test::RedisServer *server = [] {
-    auto *s = new test::RedisServer(test::temp_dir());
+  static test::RedisServer server(test::temp_dir());
+  static bool started = [] {
     std::string why;
-    if (!s->start(&why))
+    bool ok = server.start(&why);
+    if (!ok)
       ADD_FAILURE() << why << " (./run installs redis-server)";
-    return s;
+    return ok;
   }();
-  return *server;
+  (void)started;
+  return server;
 }
 
 void flush_redis() {
