@@ -4,13 +4,20 @@
 //   loader verify against the manifest's hash + map (dlopen of a memfd);
 // - caller-key hit: Cache::get_or_build with a key the caller computed
 //   before compiling (nothing is planned) + cache::load;
-// - miss: link + store + verify + map, on an emptied cache.
+// - miss: link + store + verify + map, on an emptied cache (the local link);
+// - remote hit: another host published the entry to Redis (a redis-server
+//   this program starts on loopback); this host's local cache is empty, so
+//   LinkService::link plans, keys, gets manifest + artifact from Redis,
+//   checks the Ed25519 signature against its trusted key and the BLAKE3
+//   hash, stores the entry locally, then verify + map as above.
 // Only the path itself is timed (manual timing): emptying the cache and
 // unmapping the library are not.
 #include "bench/bench_support.h"
 #include "cache/cache.h"
 #include "linker/service.h"
 #include "loader/loader.h"
+#include "loader/signature.h"
+#include "test/redis_server.h"
 
 #include <benchmark/benchmark.h>
 
@@ -22,7 +29,8 @@
 namespace {
 
 std::vector<std::uint8_t> g_small, g_large;
-std::string g_dir;
+std::string g_dir, g_scratch;
+std::unique_ptr<hotlink::test::RedisServer> g_redis;
 
 const std::vector<std::uint8_t> &object(int which) { return which == 0 ? g_small : g_large; }
 
@@ -65,8 +73,13 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 bool link_and_map(hotlink::LinkService &svc, const hotlink::LinkRequest &req,
                   std::unique_ptr<hotlink::loader::Library> &lib, hotlink::CacheUse want) {
   hotlink::LinkResult r = svc.link(req);
-  if (!r.ok() || r.cache != want)
+  if (!r.ok() || r.cache != want) {
+    std::fprintf(stderr, "cache_bench: wanted %s, got %s%s\n", hotlink::to_string(want),
+                 hotlink::to_string(r.cache), r.ok() ? "" : (": " + r.error->to_string()).c_str());
+    for (const auto &d : r.diagnostics)
+      std::fprintf(stderr, "  %s\n", d.message.c_str());
     return false;
+  }
   hotlink::loader::VerifyOptions v;
   v.blake3 = r.artifact_blake3;
   v.expected_exports = r.exports;
@@ -144,9 +157,57 @@ void BM_Miss(benchmark::State &state) {
   }
 }
 
+// Host A (its own cache directory, a sign key) links and publishes
+// synchronously; host B trusts A's key and starts each iteration with an
+// empty local cache.
+void BM_RemoteHit(benchmark::State &state) {
+  if (!g_redis)
+    return state.SkipWithError("no redis-server");
+  int which = static_cast<int>(state.range(0));
+  // One key for every run of this function: Google Benchmark calls it
+  // several times, and Redis keeps what an earlier call published.
+  static const auto key = hotlink::signature::SecretKey::generate();
+  hotlink::cache::RemoteConfig remote;
+  remote.url = g_redis->unix_url();
+  remote.synchronous_publish = true;
+  remote.prefix = "bench:" + std::to_string(which) + ":";
+  hotlink::cache::Config a_config{g_scratch + "/host-a-" + std::to_string(which)};
+  a_config.remote = remote;
+  a_config.sign_key = key;
+  hotlink::cache::Config b_config{g_scratch + "/host-b-" + std::to_string(which)};
+  b_config.remote = remote;
+  b_config.trusted_keys = {key.public_key()};
+  auto a = hotlink::cache::Cache::open(a_config);
+  auto b = hotlink::cache::Cache::open(b_config);
+  if (!a || !b)
+    return state.SkipWithError("cache open failed");
+  hotlink::LinkRequest req = request(which);
+  std::unique_ptr<hotlink::loader::Library> lib;
+  {
+    // A miss, or a hit from an earlier repetition (it published then).
+    hotlink::LinkService publisher({.cache = a.value()});
+    hotlink::LinkResult r = publisher.link(req);
+    if (!r.ok())
+      return state.SkipWithError(("host A's (publishing) link failed: " +
+                                  r.error->to_string()).c_str());
+  }
+  hotlink::LinkService consumer({.cache = b.value()});
+  for (auto _ : state) {
+    lib.reset();
+    (void)b.value()->clear();
+    auto t0 = std::chrono::steady_clock::now();
+    if (!link_and_map(consumer, req, lib, hotlink::CacheUse::RemoteHit))
+      return state.SkipWithError("not a remote hit");
+    state.SetIterationTime(seconds_since(t0));
+  }
+  if (b.value()->stats().remote_hits < static_cast<std::uint64_t>(state.iterations()))
+    state.SkipWithError("fewer remote hits than iterations");
+}
+
 BENCHMARK(BM_Hit)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseManualTime();
 BENCHMARK(BM_CallerKeyHit)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseManualTime();
 BENCHMARK(BM_Miss)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseManualTime();
+BENCHMARK(BM_RemoteHit)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseManualTime();
 
 } // namespace
 
@@ -163,21 +224,34 @@ int main(int argc, char **argv) {
     d = mkdtemp(tmpl_tmp);
   if (!d)
     return 1;
-  g_dir = std::string(d) + "/cache";
+  g_scratch = d;
+  g_dir = g_scratch + "/cache";
   std::printf("cache on %s; objects: small %zu bytes, large %zu bytes\n", g_dir.c_str(),
               g_small.size(), g_large.size());
+  g_redis = std::make_unique<hotlink::test::RedisServer>(g_scratch);
+  std::string why;
+  if (!g_redis->start(&why)) {
+    std::fprintf(stderr, "cache_bench: %s; the remote benchmark is skipped\n", why.c_str());
+    g_redis.reset();
+  } else {
+    std::printf("redis-server on %s\n", g_redis->unix_url().c_str());
+  }
 
   MedianReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
   for (int which = 0; which < 2; ++which) {
     std::string arg = "/" + std::to_string(which);
     double hit = reporter.median["BM_Hit" + arg], caller = reporter.median["BM_CallerKeyHit" + arg],
-           miss = reporter.median["BM_Miss" + arg];
+           miss = reporter.median["BM_Miss" + arg], remote = reporter.median["BM_RemoteHit" + arg];
     std::printf("%s object (%zu bytes), medians: hit %.3f ms, caller-key hit %.3f ms, "
                 "miss %.3f ms; a hit is %.1fx faster than a miss (caller key: %.1fx)\n",
                 which == 0 ? "small" : "~150 KB", object(which).size(), hit, caller, miss,
                 hit > 0 ? miss / hit : 0.0, caller > 0 ? miss / caller : 0.0);
+    std::printf("%s object: remote hit (get + verify signature + store + map) %.3f ms vs "
+                "local link (link + store + verify + map) %.3f ms: %.1fx\n",
+                which == 0 ? "small" : "~150 KB", remote, miss, remote > 0 ? miss / remote : 0.0);
   }
+  g_redis.reset();
   std::string rm = "rm -rf " + std::string(d);
   return std::system(rm.c_str()) == 0 ? 0 : 1;
 }
