@@ -33,6 +33,14 @@
 //   clear never touch files that are not the cache's.
 // - Not fsync'd: after a power loss an entry may be truncated, which reads
 //   then see as corrupt (a miss), never as a wrong hit.
+// - Remote tier (Config::remote, cache/remote.h): a local miss asks a Redis
+//   server shared with other hosts before building. A remote entry is used
+//   only when a trusted key signed its manifest and the artifact matches
+//   the signed BLAKE3, size and exports; that is checked before anything
+//   is stored locally or mapped, and a refused entry is built here instead.
+//   A remote failure (down, slow, garbage, cut off) never fails a lookup or
+//   a build: it is a warning, a counter, and a backoff. Only a process with
+//   a sign_key publishes what it builds.
 #pragma once
 
 #include "cache/remote.h"
