@@ -1,4 +1,5 @@
 #include "exports/symbols.h"
+#include "exports/recovery.h"
 
 #include "llvm/BinaryFormat/COFF.h"
 #include "llvm/BinaryFormat/ELF.h"
@@ -9,6 +10,7 @@
 #include "llvm/Object/ELFObjectFile.h"
 #include "llvm/Object/MachO.h"
 #include "llvm/Object/ObjectFile.h"
+#include "llvm/BinaryFormat/Magic.h"
 #include "llvm/Object/Wasm.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -16,6 +18,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <optional>
 
 using namespace llvm;
 using namespace llvm::object;
@@ -172,6 +175,31 @@ bool section_writable(const ObjectFile &o, const SectionRef &sec) {
 
 std::string message_of(llvm::Error e) { return toString(std::move(e)); }
 
+// The binaries hotlink hands to LLVM's parsers: the four formats it links
+// (ELF, COFF incl. bigobj and import members, Mach-O, wasm) and archives.
+// LLVM recognizes more (XCOFF, GOFF, bitcode, ...) whose parsers are not
+// hardened against hostile bytes: fuzzing found XCOFF's reading out of
+// bounds. Those are refused by their magic, before anything parses them.
+bool readable_magic(StringRef bytes) {
+  switch (identify_magic(bytes)) {
+  case file_magic::archive:
+  case file_magic::elf_relocatable:
+  case file_magic::elf_executable:
+  case file_magic::elf_shared_object:
+  case file_magic::coff_object:
+  case file_magic::coff_import_library:
+  case file_magic::pecoff_executable:
+  case file_magic::macho_object:
+  case file_magic::macho_executable:
+  case file_magic::macho_dynamically_linked_shared_lib:
+  case file_magic::macho_bundle:
+  case file_magic::wasm_object:
+    return true;
+  default:
+    return false;
+  }
+}
+
 Error invalid(const std::string &name, std::string why) {
   return make_error(ErrorCode::InvalidInput, std::move(why), name, {},
                     "pass a relocatable object (.o/.obj) or an archive of them");
@@ -294,10 +322,14 @@ Expected<Member> describe(const Binary &b, const std::string &name) {
 // COFF: marks the undefined symbols (from out[first] on) that every
 // relocation reaches through a call or a jump: x64/i386 REL32 after an E8
 // (call) or E9 (jmp) opcode, arm64 BRANCH26. Debug sections do not count.
-void mark_branch_only(const ObjectFile &obj, std::vector<Symbol> &out, std::size_t first) {
+// LLVM aborts the process (report_fatal_error) when asked for the
+// relocations of a section whose address is not 0; such a section is
+// refused here instead (found by fuzzing).
+std::optional<Error> mark_branch_only(const ObjectFile &obj, std::vector<Symbol> &out,
+                                      std::size_t first, const std::string &name) {
   const auto *c = dyn_cast<COFFObjectFile>(&obj);
   if (!c)
-    return;
+    return std::nullopt;
   std::map<std::string, bool> branch; // name -> all references are branches
   for (const SectionRef &sec : c->sections()) {
     auto sname = sec.getName();
@@ -307,6 +339,11 @@ void mark_branch_only(const ObjectFile &obj, std::vector<Symbol> &out, std::size
     }
     if (sname->starts_with(".debug"))
       continue;
+    const coff_section *header = c->getCOFFSection(sec);
+    if (header->VirtualAddress != 0 && header->NumberOfRelocations != 0)
+      return invalid(name, "section '" + sname->str() +
+                               "' has relocations but a non-zero address, which no "
+                               "object file has");
     auto contents = sec.getContents();
     if (!contents) {
       consumeError(contents.takeError());
@@ -353,6 +390,7 @@ void mark_branch_only(const ObjectFile &obj, std::vector<Symbol> &out, std::size
       auto it = branch.find(out[i].name);
       out[i].branch_only = it != branch.end() && it->second;
     }
+  return std::nullopt;
 }
 
 // COFF: the /DEFAULTLIB (or -defaultlib:) names in the .drectve section.
@@ -405,11 +443,15 @@ void collect_default_libs(const ObjectFile &obj, std::vector<std::string> &out) 
   }
 }
 
-Expected<ObjectInfo> read_object(const void *data, std::size_t size,
-                                 const std::string &name, bool branch_info) {
+namespace {
+
+Expected<ObjectInfo> read_object_unguarded(const void *data, std::size_t size,
+                                           const std::string &name, bool branch_info) {
   if (size == 0)
     return invalid(name, "the file is empty");
   MemoryBufferRef buf(StringRef(static_cast<const char *>(data), size), name);
+  if (!readable_magic(buf.getBuffer()))
+    return invalid(name, "not an ELF, COFF, Mach-O or wasm object, nor an archive of them");
   auto bin = createBinary(buf);
   if (!bin)
     return invalid(name, "not an object file or archive: " +
@@ -427,6 +469,8 @@ Expected<ObjectInfo> read_object(const void *data, std::size_t size,
         return invalid(name, "archive member '" + member +
                                  "' is unreadable: " +
                                  message_of(mbuf.takeError()));
+      if (!readable_magic(mbuf->getBuffer()))
+        continue; // as below: lld ignores what it cannot link too
       auto child = createBinary(*mbuf);
       if (!child) {
         // Archives may carry non-object members (e.g. symbol tables of
@@ -458,7 +502,8 @@ Expected<ObjectInfo> read_object(const void *data, std::size_t size,
       if (auto *o = dyn_cast<ObjectFile>(sf)) {
         collect_default_libs(*o, info.default_libs);
         if (branch_info)
-          mark_branch_only(*o, info.symbols, first);
+          if (auto e = mark_branch_only(*o, info.symbols, first, name))
+            return *e;
       }
     }
     if (err)
@@ -492,15 +537,19 @@ Expected<ObjectInfo> read_object(const void *data, std::size_t size,
     return ok.take_error();
   collect_default_libs(*obj, info.default_libs);
   if (branch_info)
-    mark_branch_only(*obj, info.symbols, 0);
+    if (auto e = mark_branch_only(*obj, info.symbols, 0, name))
+      return *e;
   return info;
 }
 
-Expected<ArtifactInfo> read_artifact(const void *data, std::size_t size,
-                                     const std::string &name) {
+Expected<ArtifactInfo> read_artifact_unguarded(const void *data, std::size_t size,
+                                               const std::string &name) {
   if (size == 0)
     return make_error(ErrorCode::InvalidInput, "the file is empty", name);
   MemoryBufferRef buf(StringRef(static_cast<const char *>(data), size), name);
+  if (!readable_magic(buf.getBuffer()))
+    return make_error(ErrorCode::InvalidInput,
+                      "not an ELF, PE, Mach-O or wasm image", name);
   auto bin = createBinary(buf);
   if (!bin)
     return make_error(ErrorCode::InvalidInput,
@@ -583,6 +632,18 @@ Expected<ArtifactInfo> read_artifact(const void *data, std::size_t size,
   info.exports.erase(std::unique(info.exports.begin(), info.exports.end()),
                      info.exports.end());
   return info;
+}
+
+} // namespace
+
+Expected<ObjectInfo> read_object(const void *data, std::size_t size, const std::string &name,
+                                 bool branch_info) {
+  return read_guarded<ObjectInfo>(name, ErrorCode::InvalidInput, [&] { return read_object_unguarded(data, size, name, branch_info); });
+}
+
+Expected<ArtifactInfo> read_artifact(const void *data, std::size_t size,
+                                     const std::string &name) {
+  return read_guarded<ArtifactInfo>(name, ErrorCode::InvalidInput, [&] { return read_artifact_unguarded(data, size, name); });
 }
 
 } // namespace exports

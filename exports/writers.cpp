@@ -24,6 +24,20 @@ Expected<std::string> each(const std::vector<Export> &exports, Format format, F 
   return out;
 }
 
+// A .def name as LLVM's module-definition lexer (lld-link's) reads it: a
+// bare word that is one of its keywords is the keyword, so a symbol named
+// DATA or VERSION is quoted (a quoted token is always a name; check_name
+// keeps '"' out of names). Found by fuzzing the writers.
+std::string def_word(const std::string &name) {
+  static const char *const kKeywords[] = {"BASE",     "CONSTANT", "DATA",    "EXPORTS",
+                                          "EXPORTAS", "HEAPSIZE", "LIBRARY", "NAME",
+                                          "NONAME",   "PRIVATE",  "STACKSIZE", "VERSION"};
+  for (const char *k : kKeywords)
+    if (name == k)
+      return "\"" + name + "\"";
+  return name;
+}
+
 } // namespace
 
 Expected<std::string> write_version_script(const std::vector<Export> &exports) {
@@ -43,7 +57,7 @@ Expected<std::string> write_def(const std::vector<Export> &exports, const std::s
     return *err;
   unsigned ordinal = first_ordinal;
   auto body = each(exports, Format::COFF, [&](const Export &e) {
-    std::string l = "    " + e.name;
+    std::string l = "    " + def_word(e.name);
     if (first_ordinal)
       l += " @" + std::to_string(ordinal++);
     if (e.data)
@@ -52,7 +66,7 @@ Expected<std::string> write_def(const std::vector<Export> &exports, const std::s
   });
   if (!body)
     return body;
-  return "LIBRARY " + library + "\nEXPORTS\n" + body.value();
+  return "LIBRARY " + def_word(library) + "\nEXPORTS\n" + body.value();
 }
 
 Expected<std::vector<std::string>> write_wasm_flags(const std::vector<Export> &exports) {

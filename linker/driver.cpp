@@ -3,11 +3,11 @@
 // lld keeps one process-wide context, so calls are serialized by one lock.
 // After a call that reports canRunAgain == false, lld's state may be
 // corrupt: the driver refuses to call it again in this process.
+#include "exports/recovery.h"
 #include "linker/job.h"
 #include "linker/llvm_options.h"
 
 #include "lld/Common/Driver.h"
-#include "llvm/Support/CrashRecoveryContext.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -168,19 +168,6 @@ struct SavedSignals {
   }
 };
 
-// lld's fatal() ends in llvm::sys::Process::Exit, which returns control to
-// lldMain's CrashRecoveryContext only when crash recovery is enabled;
-// otherwise it exits the host. Crash recovery is enabled for the duration of
-// each call (it also catches crashes inside lld), unless the host enabled it
-// itself, in which case it is left as the host set it.
-bool crash_recovery_enabled() {
-  bool enabled = false;
-  llvm::CrashRecoveryContext probe;
-  probe.RunSafely(
-      [&] { enabled = llvm::CrashRecoveryContext::GetCurrent() != nullptr; });
-  return enabled;
-}
-
 // A private scratch directory, on tmpfs when the machine has one.
 std::string make_scratch(std::string &error) {
   const char *env = std::getenv("HOTLINK_TMPDIR");
@@ -322,13 +309,15 @@ JobOutput run_in_process(const Job &job) {
       out.setup_error = "in-process lld is unusable after an earlier fatal error";
       return out;
     }
+    // lld's fatal() ends in llvm::sys::Process::Exit, which returns control
+    // to lldMain's CrashRecoveryContext only when crash recovery is enabled;
+    // otherwise it exits the host. The scope enables it for this call (and
+    // for any reader on another thread), unless the host enabled it.
+    exports::RecoveryScope recovery;
     SavedSignals sigs;
     sigs.save();
     SavedLLVMOptions options;
     options.save();
-    bool host_enabled_recovery = crash_recovery_enabled();
-    if (!host_enabled_recovery)
-      llvm::CrashRecoveryContext::Enable();
     // lld runs on the lld thread (see LldThread) while this thread reads
     // its output from the FIFO.
     auto t0 = std::chrono::steady_clock::now();
@@ -354,8 +343,6 @@ JobOutput run_in_process(const Job &job) {
     out.link_ms = std::chrono::duration<double, std::milli>(
                       std::chrono::steady_clock::now() - t0)
                       .count();
-    if (!host_enabled_recovery)
-      llvm::CrashRecoveryContext::Disable();
     sigs.restore();
     for (const std::string &name : options.restore())
       out.err_text += job.flavor + ": warning: lld reset the host's LLVM option -" + name +

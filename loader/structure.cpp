@@ -1,5 +1,9 @@
 #include "loader/structure.h"
 
+#include "exports/recovery.h"
+
+#include "llvm/BinaryFormat/Magic.h"
+
 #include "llvm/BinaryFormat/MachO.h"
 #include "llvm/Object/MachO.h"
 #include "llvm/Support/SHA256.h"
@@ -74,12 +78,16 @@ std::optional<Error> check_signature(const std::vector<std::uint8_t> &b, std::ui
   return bad(name, "the code signature has no CodeDirectory", cmd);
 }
 
-} // namespace
-
-Expected<MachOStructure> check_macho_dylib(const std::vector<std::uint8_t> &bytes,
-                                           const std::string &name) {
+Expected<MachOStructure> check_unguarded(const std::vector<std::uint8_t> &bytes,
+                                         const std::string &name) {
   llvm::MemoryBufferRef ref(
       llvm::StringRef(reinterpret_cast<const char *>(bytes.data()), bytes.size()), name);
+  // Only Mach-O reaches LLVM's parser: the others' are not ours to fuzz.
+  llvm::file_magic magic = llvm::identify_magic(ref.getBuffer());
+  if (magic != llvm::file_magic::macho_dynamically_linked_shared_lib &&
+      magic != llvm::file_magic::macho_object && magic != llvm::file_magic::macho_executable &&
+      magic != llvm::file_magic::macho_bundle)
+    return make_error(ErrorCode::NotASharedObject, "is not a Mach-O image", name);
   auto obj = llvm::object::ObjectFile::createObjectFile(ref);
   if (!obj) {
     std::string msg = llvm::toString(obj.takeError());
@@ -164,6 +172,14 @@ Expected<MachOStructure> check_macho_dylib(const std::vector<std::uint8_t> &byte
     return bad(name, "arm64 code must be signed (ad-hoc at least)", "LC_CODE_SIGNATURE");
   }
   return out;
+}
+
+} // namespace
+
+Expected<MachOStructure> check_macho_dylib(const std::vector<std::uint8_t> &bytes,
+                                           const std::string &name) {
+  return exports::read_guarded<MachOStructure>(name, ErrorCode::NotASharedObject,
+                                               [&] { return check_unguarded(bytes, name); });
 }
 
 } // namespace hotlink::loader

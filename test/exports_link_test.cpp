@@ -233,6 +233,29 @@ TEST(Def, WrittenDefParsesBackToTheSameExports) {
   }
 }
 
+// C code may well define a global called DATA or a function called
+// VERSION; in a .def a bare keyword is the keyword (found by fuzzing).
+TEST(Def, SymbolsNamedLikeDefKeywordsAreExportedUnderTheirNames) {
+  LinkService service;
+  LinkRequest req;
+  req.target = "x86_64-pc-windows-msvc";
+  req.inputs = {Input::memory("k.obj", test::compile_c(req.target, R"(
+    int DATA = 7;
+    int VERSION(void) { return 2; }
+    int NAME(void) { return 3; }
+    int f(int x) { return x + DATA; }
+  )"))};
+  req.exports = ExportPolicy::list({"DATA", "VERSION", "NAME", "f"});
+  LinkResult r = service.link(req);
+  ASSERT_TRUE(r.ok()) << r.error->to_string();
+  EXPECT_EQ(artifact_exports(r.artifact), (std::vector<std::string>{"DATA", "NAME", "VERSION", "f"}));
+  auto def = parse_def(r.export_file, Arch::X86_64, "k.def");
+  ASSERT_TRUE(def.ok()) << def.error().to_string() << "\n" << r.export_file;
+  ASSERT_EQ(def->exports.size(), 4u) << r.export_file;
+  for (const DefExport &e : def->exports)
+    EXPECT_EQ(e.data, e.name == "DATA") << e.name << "\n" << r.export_file;
+}
+
 TEST(Def, SyntaxErrorNamesTheFile) {
   auto def = parse_def("LIBRARY x.dll\nEXPORTS\n  f,\n", Arch::X86_64, "broken.def");
   ASSERT_FALSE(def.ok());

@@ -169,5 +169,85 @@ TEST(Names, Decoration) {
   EXPECT_EQ(decorate(Format::Wasm, Arch::Wasm32, "f"), "f");
 }
 
+// Malformed inputs that LLVM's readers do not survive by themselves
+// (found by fuzzing): each must be refused with the input named, and the
+// process must go on. Before the fixes each of these ended the process.
+
+// A wasm object whose first function body declares 64 local groups it does
+// not hold: LLVM's wasm reader calls report_fatal_error ("malformed
+// uleb128, extends past end").
+TEST(Malformed, WasmBodyOverrunIsRefusedNotFatal) {
+  test::Bytes obj = test::compile_c("wasm32-unknown-unknown", "int f(int x) { return x * 3 + 1; }");
+  auto uleb = [&](std::size_t &i) {
+    std::uint64_t v = 0;
+    for (int shift = 0;; shift += 7) {
+      std::uint8_t c = obj.at(i++);
+      v |= std::uint64_t(c & 0x7f) << shift;
+      if (c < 0x80)
+        return v;
+    }
+  };
+  std::size_t i = 8, body = 0;
+  while (i < obj.size() && !body) {
+    std::uint8_t id = obj[i++];
+    std::uint64_t size = uleb(i);
+    if (id == 10) { // code section: count, then the first body's size
+      std::size_t j = i;
+      uleb(j);
+      uleb(j);
+      body = j;
+    }
+    i += size;
+  }
+  ASSERT_NE(body, 0u) << "no code section";
+  ASSERT_EQ(obj[body], 0) << "the fixture's first function was expected to have no locals";
+  obj[body] = 0x40;
+  for (int round = 0; round < 2; ++round) {
+    auto info = read_object(obj.data(), obj.size(), "overrun.o");
+    ASSERT_FALSE(info.ok());
+    EXPECT_EQ(info.error().code, ErrorCode::InvalidInput);
+    EXPECT_EQ(info.error().input, "overrun.o");
+    EXPECT_NE(info.error().message.find("malformed"), std::string::npos) << info.error().message;
+  }
+  test::Bytes good = test::compile_c("wasm32-unknown-unknown", "int g(int x) { return x; }");
+  EXPECT_TRUE(read_object(good.data(), good.size(), "good.o").ok());
+}
+
+// A COFF section with relocations and a non-zero address: LLVM's
+// relocation iterator calls report_fatal_error on it.
+TEST(Malformed, CoffRelocatedSectionWithAnAddressIsRefusedNotFatal) {
+  test::Bytes obj = test::compile_c("x86_64-pc-windows-msvc",
+                                    "int ext(int); int f(int x) { return ext(x) + 1; }");
+  std::uint16_t sections = obj[2] | obj[3] << 8, optional = obj[16] | obj[17] << 8;
+  bool patched = false;
+  for (std::size_t s = 0; s < sections && !patched; ++s) {
+    std::size_t h = 20 + optional + 40 * s;
+    std::uint16_t relocs = obj[h + 32] | obj[h + 33] << 8;
+    if (relocs && std::string(reinterpret_cast<const char *>(&obj[h]), 5) == ".text") {
+      obj[h + 13] = 0x10; // VirtualAddress = 0x1000
+      patched = true;
+    }
+  }
+  ASSERT_TRUE(patched) << "the fixture's .text has no relocations";
+  auto info = read_object(obj.data(), obj.size(), "addr.obj", /*branch_info=*/true);
+  ASSERT_FALSE(info.ok());
+  EXPECT_EQ(info.error().code, ErrorCode::InvalidInput);
+  EXPECT_EQ(info.error().input, "addr.obj");
+  EXPECT_NE(info.error().message.find("'.text'"), std::string::npos) << info.error().message;
+}
+
+// Formats LLVM recognizes but hotlink does not link are refused by their
+// magic, before LLVM's parser for them runs (XCOFF's read out of bounds).
+TEST(Malformed, FormatsHotlinkDoesNotLinkNeverReachLlvmsParsers) {
+  test::Bytes xcoff64 = {0x01, 0xf7, 0x00, 0x00, 0x00, 0x00, 0x00, 0xff, 0xff, 0xff,
+                         0xff, 0x00, 0xf7, 0x00, 0x00, 0x00, 0x00, 0x00, 0xff, 0xff};
+  xcoff64.resize(96, 0x08);
+  for (bool artifact : {false, true}) {
+    std::string message = artifact ? read_artifact(xcoff64.data(), xcoff64.size(), "aix.o").error().message
+                                   : read_object(xcoff64.data(), xcoff64.size(), "aix.o").error().message;
+    EXPECT_NE(message.find("not an ELF"), std::string::npos) << message;
+  }
+}
+
 } // namespace
 } // namespace hotlink::exports
