@@ -1,0 +1,310 @@
+// Fault injection: the environment fails under a link or a store. Each
+// case asserts what a user sees: a clear error (or a warning when the link
+// itself still succeeded), nothing partial left anywhere, and the next good
+// operation succeeds. (lld's own fatal errors are fatal_test.cpp.)
+//
+// Disk-full and read-only cases need real ENOSPC and EROFS: they run in a
+// child process (this binary again) that enters a private mount namespace
+// and mounts a small tmpfs or a read-only bind mount, so nothing outside
+// the child sees the mounts. That needs root (CI runs as root); elsewhere
+// they skip and say so.
+#include "cache/cache.h"
+#include "linker/linker.h"
+#include "linker/service.h"
+#include "test/support.h"
+
+#include <gtest/gtest.h>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <thread>
+
+namespace hotlink {
+namespace {
+
+using test::Bytes;
+
+std::string host_target() { return "x86_64-linux-gnu"; }
+
+Bytes kernel(int k) {
+  return test::compile_c(host_target(), "int f(int x) { return x * " + std::to_string(k) +
+                                             "; }\nint f_argv(void **a) { *(int *)a[1] = f(*(int *)a[0]); return 0; }\n");
+}
+
+// ~7 MB of code, 60,000 functions that call each other: about 130 ms to
+// link in-process and 220 ms in a worker here, long enough to interfere
+// with reliably.
+const Bytes &big_object() {
+  static const Bytes obj = [] {
+    std::string s = ".text\n";
+    const int n = 60000;
+    for (int i = 0; i < n; ++i)
+      s += ".globl g" + std::to_string(i) + "\ng" + std::to_string(i) + ":\n  leal " + std::to_string(i) +
+           "(%rdi), %eax\n  call g" + std::to_string((i * 7 + 1) % n) + "@PLT\n  .fill 48,1,0x90\n  ret\n";
+    s += ".globl f\nf:\n  jmp g0@PLT\n.globl f_argv\nf_argv:\n  xorl %eax, %eax\n  ret\n";
+    return test::assemble(host_target(), s);
+  }();
+  return obj;
+}
+
+LinkRequest request(const Bytes &obj, const std::string &out = {}) {
+  LinkRequest req;
+  req.target = host_target();
+  req.inputs = {Input::memory("k.o", obj)};
+  req.output_path = out;
+  return req;
+}
+
+std::vector<std::string> files_in(const std::string &dir) {
+  std::vector<std::string> out;
+  if (DIR *d = opendir(dir.c_str())) {
+    while (dirent *e = readdir(d)) {
+      std::string n = e->d_name;
+      if (n == "." || n == "..")
+        continue;
+      std::string p = dir + "/" + n;
+      out.push_back(p);
+      if (e->d_type == DT_DIR)
+        for (std::string &sub : files_in(p))
+          out.push_back(std::move(sub));
+    }
+    closedir(d);
+  }
+  return out;
+}
+
+std::size_t count_with(const std::vector<std::string> &files, const std::string &part) {
+  std::size_t n = 0;
+  for (const std::string &f : files)
+    n += f.find(part) != std::string::npos;
+  return n;
+}
+
+bool warned(const LinkResult &r, const std::string &part) {
+  for (const Diagnostic &d : r.diagnostics)
+    if (d.severity == Severity::Warning && d.message.find(part) != std::string::npos)
+      return true;
+  return false;
+}
+
+// The worker processes this process started.
+std::vector<pid_t> worker_pids() {
+  std::vector<pid_t> pids;
+  for (const std::string &p : files_in("/proc")) {
+    if (p.find('/', 6) != std::string::npos)
+      continue; // only /proc/PID
+    std::ifstream stat(p + "/stat");
+    std::string line;
+    if (!std::getline(stat, line))
+      continue;
+    std::size_t close = line.rfind(')');
+    if (close == std::string::npos || line.find("(hotlink-ld)") == std::string::npos)
+      continue;
+    pid_t ppid = 0;
+    char state = 0;
+    std::sscanf(line.c_str() + close + 1, " %c %d", &state, &ppid);
+    if (ppid == getpid())
+      pids.push_back(static_cast<pid_t>(std::stol(p.substr(6))));
+  }
+  return pids;
+}
+
+TEST(Fault, WorkerKilledMidLinkIsAnErrorAndTheNextLinkSucceeds) {
+  LinkService service(ServiceConfig{1, {}});
+  std::string dir = test::temp_dir();
+  LinkRequest warm = request(kernel(2));
+  warm.execution = Execution::Isolated;
+  ASSERT_TRUE(service.link(warm).ok());
+  std::vector<pid_t> workers = worker_pids();
+  ASSERT_EQ(workers.size(), 1u);
+
+  LinkRequest req = request(big_object(), dir + "/big.so");
+  req.execution = Execution::Isolated;
+  auto pending = service.submit(req);
+  std::this_thread::sleep_for(std::chrono::milliseconds(40));
+  ASSERT_EQ(::kill(workers[0], SIGKILL), 0);
+  LinkResult r = pending.get();
+  ASSERT_FALSE(r.ok()) << "the link finished before the worker was killed";
+  EXPECT_EQ(r.error->code, ErrorCode::WorkerFailed) << r.error->to_string();
+  EXPECT_NE(r.error->message.find("signal 9"), std::string::npos) << r.error->message;
+  EXPECT_EQ(files_in(dir).size(), 0u) << "a killed link left " << files_in(dir)[0];
+
+  LinkResult again = service.link(req);
+  ASSERT_TRUE(again.ok()) << again.error->to_string();
+  EXPECT_EQ(again.executed_by, "worker");
+  EXPECT_TRUE(test::exists(dir + "/big.so"));
+  EXPECT_EQ(service.stats().workers_lost, 1u);
+}
+
+TEST(Fault, OutputDirectoryRemovedMidLinkIsAnOutputError) {
+  LinkService service;
+  std::string parent = test::temp_dir(), dir = parent + "/out";
+  ASSERT_EQ(::mkdir(dir.c_str(), 0700), 0);
+  LinkRequest req = request(big_object(), dir + "/big.so");
+  req.execution = Execution::InProcess;
+  std::atomic<bool> removed{false};
+  std::thread remover([&] {
+    // The output is reserved in its directory before lld runs: remove the
+    // directory once the reservation is there.
+    for (int i = 0; i < 5000 && !removed; ++i) {
+      if (!files_in(dir).empty()) {
+        removed = std::system(("rm -rf '" + dir + "'").c_str()) == 0;
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+  });
+  LinkResult r = service.link(req);
+  remover.join();
+  ASSERT_TRUE(removed) << "the reservation never appeared";
+  ASSERT_FALSE(r.ok()) << "the link published into a removed directory";
+  EXPECT_EQ(r.error->code, ErrorCode::OutputError) << r.error->to_string();
+  EXPECT_EQ(r.error->input, dir + "/big.so");
+  EXPECT_EQ(files_in(parent).size(), 0u) << "left " << files_in(parent)[0];
+
+  ASSERT_EQ(::mkdir(dir.c_str(), 0700), 0);
+  LinkResult again = service.link(req);
+  ASSERT_TRUE(again.ok()) << again.error->to_string();
+  EXPECT_TRUE(test::exists(dir + "/big.so"));
+  EXPECT_EQ(files_in(dir).size(), 1u);
+}
+
+// Runs FaultChild.Run in a new process for `scenario`; the child's own
+// assertions decide. Skips when the child cannot mount (not root).
+void run_child(const std::string &scenario) {
+  if (geteuid() != 0)
+    GTEST_SKIP() << "needs root: the child mounts a tmpfs / read-only bind mount in a private mount namespace";
+  std::string dir = test::temp_dir();
+  char self[4096];
+  ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  ASSERT_GT(n, 0);
+  test::Run r = test::run({std::string(self, n), "--gtest_filter=FaultChild.Run", "--", scenario, dir});
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("[  PASSED  ] 1 test"), std::string::npos) << r.out << r.err;
+}
+
+TEST(Fault, DiskFullDuringAStoreAndALink) { run_child("disk-full"); }
+TEST(Fault, ReadOnlyCacheDirectory) { run_child("read-only"); }
+
+std::shared_ptr<cache::Cache> open_cache(const std::string &dir) {
+  auto c = cache::Cache::open({dir});
+  EXPECT_TRUE(c.ok()) << c.error().to_string();
+  return c.ok() ? c.value() : nullptr;
+}
+
+void disk_full(const std::string &dir) {
+  std::string small = dir + "/small";
+  ASSERT_EQ(::mkdir(small.c_str(), 0700), 0);
+  ASSERT_EQ(::mount("tmpfs", small.c_str(), "tmpfs", 0, "size=1m,mode=0700"), 0) << std::strerror(errno);
+  auto cache = open_cache(small + "/cache");
+  ASSERT_TRUE(cache);
+  LinkService service({.cache = cache});
+  ASSERT_EQ(service.link(request(kernel(1))).cache, CacheUse::Miss);
+
+  // Fill the file system to the last byte.
+  std::string filler = small + "/filler";
+  {
+    int fd = ::open(filler.c_str(), O_WRONLY | O_CREAT, 0600);
+    ASSERT_GE(fd, 0);
+    std::vector<char> block(4096, 'x');
+    while (::write(fd, block.data(), block.size()) > 0) {
+    }
+    std::vector<char> one(1, 'x');
+    while (::write(fd, one.data(), 1) > 0) {
+    }
+    ::close(fd);
+  }
+
+  // A store that runs out of space: the link still succeeds, with a warning.
+  LinkResult r = service.link(request(kernel(2)));
+  ASSERT_TRUE(r.ok()) << r.error->to_string();
+  EXPECT_EQ(r.cache, CacheUse::Miss);
+  EXPECT_FALSE(r.artifact.empty());
+  EXPECT_TRUE(warned(r, "No space left")) << (r.diagnostics.empty() ? "" : r.diagnostics[0].message);
+  EXPECT_EQ(cache->stats().store_errors, 1u);
+  auto files = files_in(small + "/cache");
+  EXPECT_EQ(count_with(files, ".tmp-"), 0u) << "a failed store left a temporary";
+  EXPECT_EQ(count_with(files, ".a"), 1u) << "only the first entry's artifact may be there";
+  EXPECT_TRUE(cache->verify().corrupt.empty());
+
+  // A link whose output is on the full file system: an OutputError naming it.
+  LinkResult out = service.link(request(kernel(3), small + "/k3.so"));
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.error->code, ErrorCode::OutputError) << out.error->to_string();
+  EXPECT_EQ(out.error->input, small + "/k3.so");
+  EXPECT_FALSE(test::exists(small + "/k3.so"));
+  for (const std::string &f : files_in(small))
+    EXPECT_EQ(f.find("k3.so"), std::string::npos) << "left " << f;
+
+  // Space again: the same links succeed and are stored.
+  ASSERT_EQ(::unlink(filler.c_str()), 0);
+  LinkResult stored = service.link(request(kernel(2)));
+  EXPECT_EQ(stored.cache, CacheUse::Miss);
+  EXPECT_EQ(service.link(request(kernel(2))).cache, CacheUse::Hit);
+  LinkResult written = service.link(request(kernel(3), small + "/k3.so"));
+  ASSERT_TRUE(written.ok()) << written.error->to_string();
+  EXPECT_TRUE(test::exists(small + "/k3.so"));
+}
+
+void read_only(const std::string &dir) {
+  std::string path = dir + "/cache";
+  auto cache = open_cache(path);
+  ASSERT_TRUE(cache);
+  LinkService service({.cache = cache});
+  ASSERT_EQ(service.link(request(kernel(1))).cache, CacheUse::Miss);
+
+  // The directory becomes read-only under the open cache.
+  ASSERT_EQ(::mount(path.c_str(), path.c_str(), nullptr, MS_BIND, nullptr), 0) << std::strerror(errno);
+  ASSERT_EQ(::mount(nullptr, path.c_str(), nullptr, MS_BIND | MS_REMOUNT | MS_RDONLY, nullptr), 0)
+      << std::strerror(errno);
+  ASSERT_NE(::access(path.c_str(), W_OK), 0) << "the bind mount is not read-only";
+  // What is there is still served.
+  LinkResult hit = service.link(request(kernel(1)));
+  ASSERT_TRUE(hit.ok()) << hit.error->to_string();
+  EXPECT_EQ(hit.cache, CacheUse::Hit);
+  // A miss links, warns that it cannot store, and stores nothing.
+  LinkResult miss = service.link(request(kernel(2)));
+  ASSERT_TRUE(miss.ok()) << miss.error->to_string();
+  EXPECT_EQ(miss.cache, CacheUse::Miss);
+  EXPECT_TRUE(warned(miss, "Read-only file system")) << (miss.diagnostics.empty() ? "" : miss.diagnostics[0].message);
+  EXPECT_EQ(count_with(files_in(path), ".a"), 1u);
+  // Opening it anew is refused with the reason, not half-opened.
+  auto reopened = cache::Cache::open({path});
+  ASSERT_FALSE(reopened.ok());
+  EXPECT_EQ(reopened.error().code, ErrorCode::CacheError);
+  EXPECT_NE(reopened.error().message.find("Read-only file system"), std::string::npos)
+      << reopened.error().to_string();
+
+  // Writable again: the miss is stored, then hit.
+  ASSERT_EQ(::mount(nullptr, path.c_str(), nullptr, MS_BIND | MS_REMOUNT, nullptr), 0) << std::strerror(errno);
+  EXPECT_EQ(service.link(request(kernel(2))).cache, CacheUse::Miss);
+  EXPECT_EQ(service.link(request(kernel(2))).cache, CacheUse::Hit);
+  EXPECT_TRUE(cache->verify().corrupt.empty());
+}
+
+// The body of the mount-namespace cases (run by run_child above).
+TEST(FaultChild, Run) {
+  auto args = ::testing::internal::GetArgvs();
+  if (args.size() < 4 || args[args.size() - 3] != "--")
+    GTEST_SKIP() << "run by Fault.DiskFullDuringAStoreAndALink and Fault.ReadOnlyCacheDirectory";
+  std::string scenario = args[args.size() - 2], dir = args[args.size() - 1];
+  ASSERT_EQ(::unshare(CLONE_NEWNS), 0) << std::strerror(errno);
+  ASSERT_EQ(::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr), 0) << std::strerror(errno);
+  if (scenario == "disk-full")
+    disk_full(dir);
+  else if (scenario == "read-only")
+    read_only(dir);
+  else
+    FAIL() << "unknown scenario " << scenario;
+}
+
+} // namespace
+} // namespace hotlink
