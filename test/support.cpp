@@ -1,5 +1,9 @@
 #include "test/support.h"
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/lsan_interface.h>
+#endif
+
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
@@ -200,5 +204,13 @@ int tag_a(void) { return tag_data; }
 int tag_b(void) { return tag_data; }
 )" + extra;
 }
+
+#if defined(__SANITIZE_ADDRESS__)
+IgnoreLeaks::IgnoreLeaks() { __lsan_disable(); }
+IgnoreLeaks::~IgnoreLeaks() { __lsan_enable(); }
+#else
+IgnoreLeaks::IgnoreLeaks() = default;
+IgnoreLeaks::~IgnoreLeaks() = default;
+#endif
 
 } // namespace hotlink::test

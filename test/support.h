@@ -9,6 +9,24 @@
 
 namespace hotlink::test {
 
+// Built with HOTLINK_SANITIZE (ASan/UBSan or TSan).
+#ifdef HOTLINK_SANITIZED
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+
+// While alive, LeakSanitizer ignores what this thread allocates: for a call
+// that is expected to crash inside LLVM and be recovered, which abandons
+// what the crashed code allocated by design (exports/recovery.h).
+class IgnoreLeaks {
+public:
+  IgnoreLeaks();
+  ~IgnoreLeaks();
+  IgnoreLeaks(const IgnoreLeaks &) = delete;
+  IgnoreLeaks &operator=(const IgnoreLeaks &) = delete;
+};
+
 using Bytes = std::vector<std::uint8_t>;
 
 // Compiles C `source` for `triple` (clang-22 -O1 -c) and returns the object.

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Seed corpora for the fuzzers, made from the same kind of fixtures the
+# tests compile at run time (nothing binary is committed): objects for all
+# eight targets (and a COFF /bigobj), archives, the artifacts hotlink links
+# from them, a signed statement, .def files and export-name lists.
+#   usage: make_corpus.sh OUT_DIR HOTLINK_CLI
+# Writes OUT_DIR/{fuzz_objects,fuzz_verify,fuzz_def,fuzz_writers}/.
+set -euo pipefail
+out=$1
+hotlink=$2
+clang=${CLANG:-clang-22}
+ar=${LLVM_AR:-llvm-ar-22}
+mkdir -p "$out"/{fuzz_objects,fuzz_verify,fuzz_def,fuzz_writers}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+
+# A Halide-style kernel: entry points, data, a weak function, floating
+# point (COFF: _fltused), a big stack frame (__chkstk) and a helper.
+cat > kernel.c <<'C'
+int scale = 3;
+const int table[4] = {1, 2, 3, 4};
+static int helper(int x) { return x * scale + table[x & 3]; }
+__attribute__((weak)) int weak_hook(int x) { return x; }
+int f(int x) { volatile char big[8192]; big[x & 8191] = (char)x; return helper(x) + big[0]; }
+int f_argv(void **a) { *(float *)a[1] = (float)f(*(int *)a[0]) * 0.5f; return 0; }
+const void *f_metadata(void) { return table; }
+C
+cat > other.c <<'C'
+int other(int x) { return x - 1; }
+int other_argv(void **a) { *(int *)a[1] = other(*(int *)a[0]); return 0; }
+C
+
+i=0
+for t in x86_64-linux-gnu aarch64-linux-gnu x86_64-pc-windows-msvc i686-pc-windows-msvc \
+         aarch64-pc-windows-msvc x86_64-apple-macos arm64-apple-macos wasm32-unknown-unknown; do
+  i=$((i + 1))
+  case $t in
+    *windows*) ext=dll ;;
+    *apple*) ext=dylib ;;
+    wasm*) ext=wasm ;;
+    *) ext=so ;;
+  esac
+  flags="-O1 -fno-stack-protector"
+  [[ $t == *linux* ]] && flags="$flags -fPIC"
+  $clang --target=$t $flags -c kernel.c -o k$i.o
+  $clang --target=$t $flags -c other.c -o o$i.o
+  cp k$i.o "$out/fuzz_objects/$t.o"
+  $ar rcs "$out/fuzz_objects/$t.a" k$i.o o$i.o
+  def=()
+  [[ $ext == dll ]] && def=(--def "k$i.def")
+  "$hotlink" link --target $t -o k$i.$ext "${def[@]}" k$i.o >/dev/null
+  cp k$i.$ext "$out/fuzz_verify/$t.$ext"
+  cp k$i.$ext "$out/fuzz_objects/$t.$ext"
+  if [[ $ext == dll ]]; then
+    # The first byte picks the machine the .def is read for (fuzz_def.cpp).
+    { printf '\000'; cat k$i.def; } > "$out/fuzz_def/$t.def"
+    { printf '\001'; "$hotlink" exports --target $t --policy all --format def k$i.o; } \
+      > "$out/fuzz_def/$t-all.def"
+  fi
+  "$hotlink" exports --target $t --policy all --format list k$i.o | tr '\n' '\0' \
+    > "$out/fuzz_writers/$t.names"
+done
+$clang --target=x86_64-pc-windows-msvc -O1 -Wa,-mbig-obj -c kernel.c -o bigobj.o
+cp bigobj.o "$out/fuzz_objects/x86_64-bigobj.obj"
+
+# A signed statement, as `hotlink sign` writes and a remote cache serves.
+"$hotlink" keygen -o key >/dev/null
+$clang -O1 -fPIC -c kernel.c -o kernel.o
+"$hotlink" link -o k.so kernel.o >/dev/null
+"$hotlink" sign --key key k.so -o k.so.sig >/dev/null
+cp k.so.sig "$out/fuzz_verify/statement.sig"
+
+# .def syntax beyond what hotlink writes.
+printf '\000LIBRARY "my lib.dll"\nEXPORTS\n  f @1 NONAME\n  g=internal_g PRIVATE\n  v DATA\n  h == h2\n' \
+  > "$out/fuzz_def/features.def"
+printf '\001NAME app.exe\nEXPORTS\n  _f@8\n  @g@4 @7\nHEAPSIZE 1024,512\nSTACKSIZE 4096\nVERSION 1.2\n' \
+  > "$out/fuzz_def/i386.def"
+# Names that exercise each writer's refusals.
+printf 'f\000f_argv\000f_metadata\000a b\000x"y\000p*q\000#c\000DATA\000@o\000k=v\000l;m\000' \
+  > "$out/fuzz_writers/hostile.names"
