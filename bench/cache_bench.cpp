@@ -34,22 +34,6 @@ std::unique_ptr<hotlink::test::RedisServer> g_redis;
 
 const std::vector<std::uint8_t> &object(int which) { return which == 0 ? g_small : g_large; }
 
-// About 150 KB of object code: many small functions behind one entry point.
-std::string large_source() {
-  std::string s;
-  const int n = 400;
-  for (int i = 0; i < n; ++i)
-    s += "int g" + std::to_string(i) + "(int x, int y) { int a = x * " + std::to_string(i + 3) +
-         "; for (int j = 0; j < y; ++j) a = (a ^ (a >> 3)) + j * " + std::to_string(i + 1) +
-         "; return a + y; }\n";
-  s += "int kernel(int x) { int r = 0;\n";
-  for (int i = 0; i < n; ++i)
-    s += "  r += g" + std::to_string(i) + "(x, r & 7);\n";
-  s += "  return r; }\n"
-       "int kernel_argv(void **a) { *(int *)a[1] = kernel(*(int *)a[0]); return 0; }\n";
-  return s;
-}
-
 std::shared_ptr<hotlink::cache::Cache> open_cache() {
   auto c = hotlink::cache::Cache::open({g_dir});
   if (!c) {
@@ -217,14 +201,9 @@ int main(int argc, char **argv) {
   g_large = compile_object(HOTLINK_BENCH_CLANG, large_source(), "-O2 -fPIC");
   if (g_small.empty() || g_large.empty())
     return 1;
-  char tmpl[] = "/dev/shm/hotlink-cache-bench-XXXXXX";
-  char tmpl_tmp[] = "/tmp/hotlink-cache-bench-XXXXXX";
-  char *d = mkdtemp(tmpl);
-  if (!d)
-    d = mkdtemp(tmpl_tmp);
-  if (!d)
+  g_scratch = scratch_dir("cache-bench");
+  if (g_scratch.empty())
     return 1;
-  g_scratch = d;
   g_dir = g_scratch + "/cache";
   std::printf("cache on %s; objects: small %zu bytes, large %zu bytes\n", g_dir.c_str(),
               g_small.size(), g_large.size());
@@ -252,6 +231,6 @@ int main(int argc, char **argv) {
                 which == 0 ? "small" : "~150 KB", remote, miss, remote > 0 ? miss / remote : 0.0);
   }
   g_redis.reset();
-  std::string rm = "rm -rf " + std::string(d);
+  std::string rm = "rm -rf " + g_scratch;
   return std::system(rm.c_str()) == 0 ? 0 : 1;
 }

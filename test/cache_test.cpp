@@ -97,32 +97,8 @@ int wait_exit(pid_t p) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-std::vector<std::string> files_in(const std::string &dir) {
-  std::vector<std::string> out;
-  if (DIR *d = ::opendir(dir.c_str())) {
-    while (dirent *e = ::readdir(d)) {
-      std::string n = e->d_name;
-      if (n == "." || n == "..")
-        continue;
-      struct stat st;
-      std::string p = dir + "/" + n;
-      if (::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
-        for (const std::string &x : files_in(p))
-          out.push_back(n + "/" + x);
-      else
-        out.push_back(n);
-    }
-    ::closedir(d);
-  }
-  return out;
-}
-
-std::size_t count_with(const std::vector<std::string> &files, const std::string &part) {
-  std::size_t n = 0;
-  for (const std::string &f : files)
-    n += f.find(part) != std::string::npos;
-  return n;
-}
+using test::count_with;
+using test::files_in;
 
 // ---------------------------------------------------------------------------
 // Keys.

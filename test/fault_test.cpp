@@ -63,30 +63,8 @@ LinkRequest request(const Bytes &obj, const std::string &out = {}) {
   return req;
 }
 
-std::vector<std::string> files_in(const std::string &dir) {
-  std::vector<std::string> out;
-  if (DIR *d = opendir(dir.c_str())) {
-    while (dirent *e = readdir(d)) {
-      std::string n = e->d_name;
-      if (n == "." || n == "..")
-        continue;
-      std::string p = dir + "/" + n;
-      out.push_back(p);
-      if (e->d_type == DT_DIR)
-        for (std::string &sub : files_in(p))
-          out.push_back(std::move(sub));
-    }
-    closedir(d);
-  }
-  return out;
-}
-
-std::size_t count_with(const std::vector<std::string> &files, const std::string &part) {
-  std::size_t n = 0;
-  for (const std::string &f : files)
-    n += f.find(part) != std::string::npos;
-  return n;
-}
+using test::count_with;
+using test::files_in;
 
 bool warned(const LinkResult &r, const std::string &part) {
   for (const Diagnostic &d : r.diagnostics)
@@ -98,22 +76,21 @@ bool warned(const LinkResult &r, const std::string &part) {
 // The worker processes this process started.
 std::vector<pid_t> worker_pids() {
   std::vector<pid_t> pids;
-  for (const std::string &p : files_in("/proc")) {
-    if (p.find('/', 6) != std::string::npos)
-      continue; // only /proc/PID
-    std::ifstream stat(p + "/stat");
+  DIR *proc = ::opendir("/proc");
+  while (dirent *e = proc ? ::readdir(proc) : nullptr) {
+    std::ifstream stat(std::string("/proc/") + e->d_name + "/stat");
     std::string line;
-    if (!std::getline(stat, line))
-      continue;
-    std::size_t close = line.rfind(')');
-    if (close == std::string::npos || line.find("(hotlink-ld)") == std::string::npos)
+    if (!std::isdigit(static_cast<unsigned char>(e->d_name[0])) || !std::getline(stat, line) ||
+        line.find("(hotlink-ld)") == std::string::npos)
       continue;
     pid_t ppid = 0;
     char state = 0;
-    std::sscanf(line.c_str() + close + 1, " %c %d", &state, &ppid);
+    std::sscanf(line.c_str() + line.rfind(')') + 1, " %c %d", &state, &ppid);
     if (ppid == getpid())
-      pids.push_back(static_cast<pid_t>(std::stol(p.substr(6))));
+      pids.push_back(static_cast<pid_t>(std::atol(e->d_name)));
   }
+  if (proc)
+    ::closedir(proc);
   return pids;
 }
 

@@ -17,6 +17,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <dirent.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace hotlink::test {
@@ -203,6 +205,33 @@ int f_argv(void **a) { *(int *)a[1] = f(*(int *)a[0]); return 0; }
 int tag_a(void) { return tag_data; }
 int tag_b(void) { return tag_data; }
 )" + extra;
+}
+
+std::vector<std::string> files_in(const std::string &dir) {
+  std::vector<std::string> out;
+  if (DIR *d = ::opendir(dir.c_str())) {
+    while (dirent *e = ::readdir(d)) {
+      std::string n = e->d_name;
+      if (n == "." || n == "..")
+        continue;
+      struct stat st;
+      std::string p = dir + "/" + n;
+      if (::stat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+        for (const std::string &x : files_in(p))
+          out.push_back(n + "/" + x);
+      else
+        out.push_back(n);
+    }
+    ::closedir(d);
+  }
+  return out;
+}
+
+std::size_t count_with(const std::vector<std::string> &files, const std::string &part) {
+  std::size_t n = 0;
+  for (const std::string &f : files)
+    n += f.find(part) != std::string::npos;
+  return n;
 }
 
 #if defined(__SANITIZE_ADDRESS__)

@@ -47,6 +47,11 @@ std::string make_archive(const std::vector<std::pair<std::string, Bytes>> &membe
 // A fresh private directory, removed at process exit.
 std::string temp_dir();
 
+// Every file below `dir` (recursing into folders), as paths relative to it.
+std::vector<std::string> files_in(const std::string &dir);
+// How many of `files` contain `part`.
+std::size_t count_with(const std::vector<std::string> &files, const std::string &part);
+
 Bytes read_file(const std::string &path);
 void write_file(const std::string &path, const Bytes &bytes);
 bool exists(const std::string &path);

@@ -1,0 +1,315 @@
+// hotlink against what JIT users do today, from object bytes in memory to a
+// function they can call, for three sizes of object:
+// - hotlink in-process: LinkService::link (bytes out) + load_private
+//   (memfd + dlopen) + symbol lookup;
+// - ld.lld-22 process: write the object to tmpfs, run `ld.lld-22 -shared`,
+//   dlopen + dlsym;
+// - cc -shared process: the same with the system compiler driver;
+// - LLVM ORC LLJIT: one long-lived LLJIT (created once, untimed, as a JIT
+//   keeps it); each iteration adds the object to a fresh JITDylib and looks
+//   the symbol up (the in-memory path JIT users pick instead of a linker);
+// - hotlink cache hit: LinkService::link answered by the cache on tmpfs +
+//   load_private + lookup.
+// Every path calls the function once (untimed) and checks its result;
+// unloading is untimed. Then: 64 links of the ~150 KB object through 1, 2
+// and 4 workers (throughput).
+//
+// `--markdown FILE` writes the tables (medians and ratios of this run) for
+// bench/report.sh.
+#include "bench/bench_support.h"
+#include "cache/cache.h"
+#include "linker/service.h"
+#include "loader/loader.h"
+
+#include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
+#include "llvm/ExecutionEngine/Orc/LLJIT.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/TargetSelect.h"
+
+#include <benchmark/benchmark.h>
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <future>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using ArgvFn = int (*)(void **);
+
+std::vector<std::uint8_t> g_objects[3];
+const char *const kSizeNames[3] = {"small kernel", "~150 KB object", "~20 MB object"};
+std::string g_scratch;
+std::unique_ptr<llvm::orc::LLJIT> g_jit;
+
+// ~20 MB of code: n functions that call each other, assembled with
+// llvm-mc (a compiler would take minutes for this much C).
+std::string huge_assembly(int n) {
+  std::string s = ".text\n";
+  for (int i = 0; i < n; ++i)
+    s += ".globl g" + std::to_string(i) + "\n.type g" + std::to_string(i) + ",@function\ng" +
+         std::to_string(i) + ":\n  leal " + std::to_string(i % 1000) + "(%rdi), %eax\n  call g" +
+         std::to_string((i * 7 + 1) % n) + "@PLT\n  .fill 96,1,0x90\n  ret\n";
+  // kernel(x) = x + 1, kernel_argv as in the other objects.
+  s += ".globl kernel\n.type kernel,@function\nkernel:\n  leal 1(%rdi), %eax\n  ret\n"
+       ".globl kernel_argv\n.type kernel_argv,@function\nkernel_argv:\n"
+       "  movq (%rdi), %rax\n  movl (%rax), %eax\n  addl $1, %eax\n  movq 8(%rdi), %rcx\n"
+       "  movl %eax, (%rcx)\n  xorl %eax, %eax\n  ret\n"
+       ".section .note.GNU-stack,\"\",@progbits\n";
+  return s;
+}
+
+std::vector<std::uint8_t> assemble(const std::string &source) {
+  return object_of(source, ".s", [](const std::string &src, const std::string &obj) {
+    return std::string(HOTLINK_BENCH_LLVM_MC) + " -triple=x86_64-linux-gnu -filetype=obj " + src + " -o " + obj;
+  });
+}
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// Each kernel_argv computes the same thing for x = 41 on the small kernel
+// (42); the others compute their own value: only a clean call is checked.
+bool call_ok(ArgvFn fn, int which) {
+  int in = 41, out = 0;
+  void *args[] = {&in, &out};
+  return fn && fn(args) == 0 && (which != 0 || out == 42);
+}
+
+hotlink::LinkRequest request(int which) {
+  hotlink::LinkRequest req;
+  req.inputs = {hotlink::Input::memory("kernel.o", g_objects[which])};
+  req.exports = hotlink::ExportPolicy::list({"kernel", "kernel_argv"});
+  return req;
+}
+
+// link (in-process or from the cache) + map + look up.
+void hotlink_path(benchmark::State &state, hotlink::LinkService &svc, hotlink::CacheUse want) {
+  int which = static_cast<int>(state.range(0));
+  hotlink::LinkRequest req = request(which);
+  for (auto _ : state) {
+    auto t0 = Clock::now();
+    hotlink::LinkResult r = svc.link(req);
+    if (!r.ok() || r.cache != want)
+      return state.SkipWithError("link failed or not the expected cache use");
+    auto lib = hotlink::loader::load_private(r.artifact, "kernel.so");
+    if (!lib)
+      return state.SkipWithError(lib.error().to_string().c_str());
+    auto fn = reinterpret_cast<ArgvFn>(lib.value()->symbol("kernel_argv"));
+    state.SetIterationTime(seconds_since(t0));
+    if (!call_ok(fn, which))
+      return state.SkipWithError("the linked function did not run");
+  }
+}
+
+void BM_HotlinkInProcess(benchmark::State &state) {
+  hotlink::LinkService svc;
+  hotlink_path(state, svc, hotlink::CacheUse::Off);
+}
+
+void BM_HotlinkCacheHit(benchmark::State &state) {
+  auto cache = hotlink::cache::Cache::open({g_scratch + "/cache"});
+  if (!cache)
+    return state.SkipWithError(cache.error().to_string().c_str());
+  hotlink::LinkService svc({.cache = cache.value()});
+  svc.link(request(static_cast<int>(state.range(0)))); // stores it
+  hotlink_path(state, svc, hotlink::CacheUse::Hit);
+}
+
+// Writes the object, runs `argv` (which reads it and writes the .so), then
+// dlopen + dlsym: what a JIT that shells out to a linker does.
+void process_path(benchmark::State &state, const std::string &program,
+                  std::vector<std::string> (*args)(const std::string &in, const std::string &out)) {
+  int which = static_cast<int>(state.range(0));
+  int n = 0;
+  for (auto _ : state) {
+    std::string in = g_scratch + "/p" + std::to_string(n) + ".o";
+    std::string out = g_scratch + "/p" + std::to_string(n++) + ".so";
+    auto t0 = Clock::now();
+    {
+      std::ofstream f(in, std::ios::binary);
+      f.write(reinterpret_cast<const char *>(g_objects[which].data()),
+              static_cast<std::streamsize>(g_objects[which].size()));
+    }
+    std::vector<std::string> a = args(in, out);
+    std::vector<llvm::StringRef> refs(a.begin(), a.end());
+    std::string msg;
+    if (llvm::sys::ExecuteAndWait(program, refs, std::nullopt, {}, 0, 0, &msg) != 0)
+      return state.SkipWithError((program + " failed: " + msg).c_str());
+    void *h = dlopen(out.c_str(), RTLD_NOW | RTLD_LOCAL);
+    auto fn = h ? reinterpret_cast<ArgvFn>(dlsym(h, "kernel_argv")) : nullptr;
+    state.SetIterationTime(seconds_since(t0));
+    bool ok = call_ok(fn, which);
+    if (h)
+      dlclose(h);
+    unlink(in.c_str());
+    unlink(out.c_str());
+    if (!ok)
+      return state.SkipWithError("the linked function did not run");
+  }
+}
+
+std::vector<std::string> ld_lld_args(const std::string &in, const std::string &out) {
+  return {HOTLINK_BENCH_LD_LLD, "-shared", "--threads=1", "-o", out, in};
+}
+std::vector<std::string> cc_args(const std::string &in, const std::string &out) {
+  return {"cc", "-shared", "-o", out, in};
+}
+
+void BM_LdLldProcess(benchmark::State &state) { process_path(state, HOTLINK_BENCH_LD_LLD, ld_lld_args); }
+void BM_CcShared(benchmark::State &state) {
+  static const std::string cc = llvm::sys::findProgramByName("cc").get();
+  process_path(state, cc, cc_args);
+}
+
+void BM_OrcLLJIT(benchmark::State &state) {
+  if (!g_jit)
+    return state.SkipWithError("no LLJIT");
+  int which = static_cast<int>(state.range(0));
+  auto &es = g_jit->getExecutionSession();
+  static int n = 0;
+  for (auto _ : state) {
+    auto t0 = Clock::now();
+    auto jd = es.createJITDylib("kernel" + std::to_string(n++));
+    if (!jd)
+      return state.SkipWithError(llvm::toString(jd.takeError()).c_str());
+    jd->addToLinkOrder(g_jit->getMainJITDylib());
+    auto buf = llvm::MemoryBuffer::getMemBufferCopy(
+        llvm::StringRef(reinterpret_cast<const char *>(g_objects[which].data()), g_objects[which].size()),
+        "kernel.o");
+    if (auto err = g_jit->addObjectFile(*jd, std::move(buf)))
+      return state.SkipWithError(llvm::toString(std::move(err)).c_str());
+    auto sym = g_jit->lookup(*jd, "kernel_argv");
+    if (!sym)
+      return state.SkipWithError(llvm::toString(sym.takeError()).c_str());
+    auto fn = sym->toPtr<ArgvFn>();
+    state.SetIterationTime(seconds_since(t0));
+    bool ok = call_ok(fn, which);
+    if (auto err = es.removeJITDylib(*jd))
+      return state.SkipWithError(llvm::toString(std::move(err)).c_str());
+    if (!ok)
+      return state.SkipWithError("the JIT-linked function did not run");
+  }
+}
+
+// 64 links of the ~150 KB object submitted at once, through `workers`
+// worker processes (0 = in-process, serialized). Time for all 64.
+void BM_Throughput64(benchmark::State &state) {
+  int workers = static_cast<int>(state.range(0));
+  hotlink::ServiceConfig config;
+  config.workers = workers ? static_cast<unsigned>(workers) : 1;
+  hotlink::LinkService svc(config);
+  hotlink::LinkRequest req = request(1);
+  req.execution = workers ? hotlink::Execution::Isolated : hotlink::Execution::InProcess;
+  for (int i = 0; i < workers; ++i)
+    svc.link(req); // start the workers
+  for (auto _ : state) {
+    auto t0 = Clock::now();
+    std::vector<std::future<hotlink::LinkResult>> pending;
+    for (int i = 0; i < 64; ++i)
+      pending.push_back(svc.submit(req));
+    for (auto &p : pending)
+      if (!p.get().ok())
+        return state.SkipWithError("a link failed");
+    state.SetIterationTime(seconds_since(t0));
+  }
+}
+
+#define SIZES ->Arg(0)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseManualTime()
+BENCHMARK(BM_HotlinkInProcess) SIZES;
+BENCHMARK(BM_LdLldProcess) SIZES;
+BENCHMARK(BM_CcShared) SIZES;
+BENCHMARK(BM_OrcLLJIT) SIZES;
+BENCHMARK(BM_HotlinkCacheHit) SIZES;
+BENCHMARK(BM_Throughput64)->Arg(0)->Arg(1)->Arg(2)->Arg(4)->Unit(benchmark::kMillisecond)->UseManualTime();
+
+std::string fmt(const char *f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  std::string markdown;
+  std::vector<char *> args;
+  for (int i = 0; i < argc; ++i) {
+    if (std::string(argv[i]) == "--markdown" && i + 1 < argc)
+      markdown = argv[++i];
+    else
+      args.push_back(argv[i]);
+  }
+  int n = static_cast<int>(args.size());
+  initialize(n, args.data(), 5);
+
+  g_scratch = scratch_dir("compare");
+  if (g_scratch.empty())
+    return 1;
+  g_objects[0] = compile_object(HOTLINK_BENCH_CLANG, kSmallKernel, "-O2 -fPIC");
+  g_objects[1] = compile_object(HOTLINK_BENCH_CLANG, large_source(), "-O2 -fPIC");
+  g_objects[2] = assemble(huge_assembly(125000));
+  for (auto &o : g_objects)
+    if (o.empty())
+      return 1;
+
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  auto jit = llvm::orc::LLJITBuilder().create();
+  if (jit)
+    g_jit = std::move(*jit);
+  else
+    std::fprintf(stderr, "compare_bench: no LLJIT: %s\n", llvm::toString(jit.takeError()).c_str());
+
+  MedianReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  auto &m = reporter.median;
+
+  std::string md;
+  md += "### Object bytes to a callable function\n\n";
+  md += "| object | hotlink in-process | `ld.lld-22` process + dlopen | `cc -shared` + dlopen | ORC LLJIT (in memory) | "
+        "hotlink cache hit | ld.lld / hotlink | hotlink / ORC | cache hit / ORC |\n";
+  md += "|---|---|---|---|---|---|---|---|---|\n";
+  bool never_slower = true;
+  for (int w = 0; w < 3; ++w) {
+    std::string a = "/" + std::to_string(w);
+    double hl = m["BM_HotlinkInProcess" + a], ld = m["BM_LdLldProcess" + a], cc = m["BM_CcShared" + a],
+           orc = m["BM_OrcLLJIT" + a], hit = m["BM_HotlinkCacheHit" + a];
+    never_slower &= hl > 0 && hl <= ld;
+    md += "| " + std::string(kSizeNames[w]) + " (" + std::to_string(g_objects[w].size()) + " bytes) | " +
+          fmt("%.3f ms", hl) + " | " + fmt("%.3f ms", ld) + " | " + fmt("%.3f ms", cc) + " | " +
+          fmt("%.3f ms", orc) + " | " + fmt("%.3f ms", hit) + " | " + fmt("%.1f×", hl > 0 ? ld / hl : 0) +
+          " | " + fmt("%.2f×", orc > 0 ? hl / orc : 0) + " | " + fmt("%.2f×", orc > 0 ? hit / orc : 0) + " |\n";
+  }
+  double hl0 = m["BM_HotlinkInProcess/0"], ld0 = m["BM_LdLldProcess/0"], orc0 = m["BM_OrcLLJIT/0"],
+         hit0 = m["BM_HotlinkCacheHit/0"];
+  auto verdict = [](bool met) { return met ? "met" : "**not met**"; };
+  md += "\nGoals (small kernel unless said):\n\n";
+  md += "- end to end ≥ 30× faster than the `ld.lld` process path: " + fmt("%.1f×", ld0 / hl0) + ", " +
+        verdict(ld0 / hl0 >= 30) + "\n";
+  md += "- within 1.5× of ORC: hotlink takes " + fmt("%.2f×", hl0 / orc0) + " ORC's time, " +
+        verdict(hl0 / orc0 <= 1.5) + "\n";
+  md += "- a cache hit faster than ORC's in-memory link: " + fmt("%.3f ms", hit0) + " vs " +
+        fmt("%.3f ms", orc0) + ", " + verdict(hit0 < orc0) + "\n";
+  md += "- never slower than the `ld.lld` process path at any size: " + std::string(verdict(never_slower)) + "\n";
+
+  md += "\n### Throughput: 64 links of the ~150 KB object submitted at once\n\n";
+  md += "| where | time for 64 | links per second |\n|---|---|---|\n";
+  for (int w : {0, 1, 2, 4}) {
+    double t = m["BM_Throughput64/" + std::to_string(w)];
+    md += "| " + (w ? std::to_string(w) + " worker" + (w > 1 ? "s" : "") : std::string("in-process (serialized)")) +
+          " | " + fmt("%.1f ms", t) + " | " + fmt("%.0f", t > 0 ? 64000.0 / t : 0) + " |\n";
+  }
+  std::printf("\n%s", md.c_str());
+  if (!markdown.empty())
+    std::ofstream(markdown) << md;
+  g_jit.reset();
+  std::string rm = "rm -rf " + g_scratch;
+  return std::system(rm.c_str()) == 0 ? 0 : 1;
+}

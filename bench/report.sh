@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Writes bench/README.md: hotlink against the ld.lld and cc processes and
+# LLVM ORC at three object sizes, worker throughput and the hot-module call
+# overhead, all from one run, with the machine described.
+#   usage: bench/report.sh   (after ./run build; takes about two minutes)
+# Run it on an otherwise idle machine: every figure is a median of this run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=bench/README.md
+tables=$(mktemp)
+loader=$(mktemp)
+trap 'rm -f "$tables" "$loader"' EXIT
+
+build/bin/compare_bench --markdown "$tables" >&2
+build/bin/loader_bench --benchmark_filter='Call' >"$loader" 2>&1
+call=$(grep '^call, medians' "$loader")
+
+cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
+mem=$(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo)
+{
+  echo "# hotlink benchmark report"
+  echo
+  echo "Written by \`bench/report.sh\` on $(date -u '+%Y-%m-%d %H:%M UTC') from one run;"
+  echo "every figure is the median of that run's repetitions (Google Benchmark)."
+  echo
+  echo "Machine: $cpu, $(nproc) cores, $mem; $(. /etc/os-release && echo "$PRETTY_NAME"),"
+  echo "Linux $(uname -r); $(clang-22 --version | head -1); $(ld.lld-22 --version | head -1);"
+  echo "$(cc --version | head -1). Scratch files and caches on tmpfs (/dev/shm)."
+  echo "The machine is shared: rerun to see the spread."
+  echo
+  echo "Each path goes from object bytes in memory to a function pointer it"
+  echo "called once: hotlink in-process (link + memfd + dlopen + dlsym); writing"
+  echo "the object and running \`ld.lld-22 -shared\` or \`cc -shared\`, then"
+  echo "dlopen + dlsym; LLVM ORC's LLJIT adding the object to a fresh JITDylib of"
+  echo "a JIT made once, then looking the symbol up; a hotlink cache hit (link()"
+  echo "answered by the cache + memfd + dlopen + dlsym). The small kernel is"
+  echo "\`kernel\` + \`kernel_argv\`; the ~150 KB object is 400 compiled C"
+  echo "functions; the ~20 MB object is 125,000 generated functions that call"
+  echo "each other (llvm-mc)."
+  echo
+  cat "$tables"
+  echo
+  echo "### Hot-module call overhead"
+  echo
+  echo "From \`build/bin/loader_bench\` in the same run (single thread):"
+  echo
+  echo "    $call"
+} >"$out"
+echo "wrote $out" >&2
