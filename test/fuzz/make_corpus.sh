@@ -6,8 +6,9 @@
 #   usage: make_corpus.sh OUT_DIR HOTLINK_CLI
 # Writes OUT_DIR/{fuzz_objects,fuzz_verify,fuzz_def,fuzz_writers}/.
 set -euo pipefail
-out=$1
-hotlink=$2
+mkdir -p "$1"
+out=$(cd "$1" && pwd)   # absolute: the script works in a scratch directory
+hotlink=$(cd "$(dirname "$2")" && pwd)/$(basename "$2")
 clang=${CLANG:-clang-22}
 ar=${LLVM_AR:-llvm-ar-22}
 mkdir -p "$out"/{fuzz_objects,fuzz_verify,fuzz_def,fuzz_writers}
