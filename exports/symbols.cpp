@@ -585,6 +585,18 @@ Expected<ArtifactInfo> read_artifact_unguarded(const void *data, std::size_t siz
     if (auto *e64 = dyn_cast<ELF64LEObjectFile>(obj)) {
       // DT_NEEDED names are offsets into the dynamic string table.
       const auto &file = e64->getELFFile();
+      // LLVM's dynamicEntries() takes PT_DYNAMIC's offset and size as they
+      // are and reads its last entry: a segment past the end of the file is
+      // refused before it is asked (found by fuzzing).
+      auto phdrs = file.program_headers();
+      if (!phdrs)
+        return bad(phdrs.takeError());
+      for (const auto &ph : *phdrs)
+        if (ph.p_type == ELF::PT_DYNAMIC &&
+            (ph.p_offset > file.getBufSize() || ph.p_filesz > file.getBufSize() - ph.p_offset))
+          return make_error(ErrorCode::InvalidInput,
+                            "the dynamic segment (PT_DYNAMIC) extends past the end of the file",
+                            name);
       auto dyn = file.dynamicEntries();
       if (!dyn)
         return bad(dyn.takeError());

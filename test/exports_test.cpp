@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 
 namespace hotlink::exports {
 namespace {
@@ -235,6 +236,35 @@ TEST(Malformed, CoffRelocatedSectionWithAnAddressIsRefusedNotFatal) {
   EXPECT_EQ(info.error().code, ErrorCode::InvalidInput);
   EXPECT_EQ(info.error().input, "addr.obj");
   EXPECT_NE(info.error().message.find("'.text'"), std::string::npos) << info.error().message;
+}
+
+// A shared object whose PT_DYNAMIC claims more bytes than the file has:
+// LLVM hands back that range unchecked (the ASan build reported the read
+// out of bounds; found by fuzzing).
+TEST(Malformed, DynamicSegmentPastTheEndOfTheFileIsRefused) {
+  test::Bytes so = test::compile_so("x86_64-linux-gnu", "int f(int x) { return x; }");
+  ASSERT_GT(so.size(), 64u);
+  std::uint64_t phoff;
+  std::uint16_t phentsize, phnum;
+  std::memcpy(&phoff, &so[32], 8);
+  std::memcpy(&phentsize, &so[54], 2);
+  std::memcpy(&phnum, &so[56], 2);
+  bool patched = false;
+  for (std::uint16_t i = 0; i < phnum; ++i) {
+    std::uint8_t *ph = &so[phoff + std::size_t(i) * phentsize];
+    std::uint32_t type;
+    std::memcpy(&type, ph, 4);
+    if (type != 2) // PT_DYNAMIC
+      continue;
+    std::uint64_t filesz = so.size() * 4; // p_filesz, at offset 32 of Elf64_Phdr
+    std::memcpy(ph + 32, &filesz, 8);
+    patched = true;
+  }
+  ASSERT_TRUE(patched) << "the fixture has no PT_DYNAMIC";
+  auto info = read_artifact(so.data(), so.size(), "long.so");
+  ASSERT_FALSE(info.ok());
+  EXPECT_EQ(info.error().input, "long.so");
+  EXPECT_NE(info.error().message.find("PT_DYNAMIC"), std::string::npos) << info.error().message;
 }
 
 // Formats LLVM recognizes but hotlink does not link are refused by their
