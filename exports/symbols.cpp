@@ -322,6 +322,15 @@ Expected<Member> describe(const Binary &b, const std::string &name) {
 // COFF: marks the undefined symbols (from out[first] on) that every
 // relocation reaches through a call or a jump: x64/i386 REL32 after an E8
 // (call) or E9 (jmp) opcode, arm64 BRANCH26. Debug sections do not count.
+// Whether [p, p + n) lies inside the object's bytes. LLVM hands back some
+// pointers into malformed files without checking them (found by fuzzing).
+bool in_buffer(const ObjectFile &obj, const void *p, std::uint64_t n) {
+  auto *b = reinterpret_cast<const std::uint8_t *>(obj.getMemoryBufferRef().getBufferStart());
+  auto *q = static_cast<const std::uint8_t *>(p);
+  std::uint64_t size = obj.getMemoryBufferRef().getBufferSize();
+  return q >= b && std::uint64_t(q - b) <= size && n <= size - std::uint64_t(q - b);
+}
+
 // LLVM aborts the process (report_fatal_error) when asked for the
 // relocations of a section whose address is not 0; such a section is
 // refused here instead (found by fuzzing).
@@ -340,6 +349,8 @@ std::optional<Error> mark_branch_only(const ObjectFile &obj, std::vector<Symbol>
     if (sname->starts_with(".debug"))
       continue;
     const coff_section *header = c->getCOFFSection(sec);
+    if (!in_buffer(*c, header, sizeof(coff_section)))
+      return invalid(name, "section '" + sname->str() + "' has its header outside the file");
     if (header->VirtualAddress != 0 && header->NumberOfRelocations != 0)
       return invalid(name, "section '" + sname->str() +
                                "' has relocations but a non-zero address, which no "
@@ -469,6 +480,10 @@ Expected<ObjectInfo> read_object_unguarded(const void *data, std::size_t size,
         return invalid(name, "archive member '" + member +
                                  "' is unreadable: " +
                                  message_of(mbuf.takeError()));
+      if (mbuf->getBufferStart() < buf.getBufferStart() ||
+          mbuf->getBufferEnd() > buf.getBufferEnd())
+        return invalid(name, "archive member '" + member +
+                                 "' extends past the end of the archive");
       if (!readable_magic(mbuf->getBuffer()))
         continue; // as below: lld ignores what it cannot link too
       auto child = createBinary(*mbuf);
@@ -621,6 +636,16 @@ Expected<ArtifactInfo> read_artifact_unguarded(const void *data, std::size_t siz
       }
     }
   } else if (auto *c = dyn_cast<COFFObjectFile>(obj)) {
+    // Each export takes at least 4 bytes of the file: a directory that
+    // claims more entries than that is refused instead of walked (a count
+    // of 2^32 kept the fuzzer busy for minutes).
+    if (const export_directory_table_entry *table = c->getExportTable()) {
+      std::uint64_t room = size / 4;
+      if (!in_buffer(*c, table, sizeof(*table)) || table->AddressTableEntries > room ||
+          table->NumberOfNamePointers > room)
+        return make_error(ErrorCode::InvalidInput,
+                          "the export directory claims more entries than the file can hold", name);
+    }
     for (const ExportDirectoryEntryRef &x : c->export_directories()) {
       StringRef nm;
       if (llvm::Error err = x.getSymbolName(nm))
