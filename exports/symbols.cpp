@@ -200,6 +200,26 @@ bool readable_magic(StringRef bytes) {
   }
 }
 
+// Whether [p, p + n) lies inside the object's bytes. LLVM hands back some
+// pointers into malformed files without checking them (found by fuzzing).
+bool in_buffer(const ObjectFile &obj, const void *p, std::uint64_t n) {
+  auto *b = reinterpret_cast<const std::uint8_t *>(obj.getMemoryBufferRef().getBufferStart());
+  auto *q = static_cast<const std::uint8_t *>(p);
+  std::uint64_t size = obj.getMemoryBufferRef().getBufferSize();
+  return q >= b && std::uint64_t(q - b) <= size && n <= size - std::uint64_t(q - b);
+}
+
+// A name LLVM read from a COFF or ELF file points into the file; LLVM's
+// COFF reader does not check string-table offsets, so a name that does not
+// is refused (found by fuzzing: names pointing into freed memory). Other
+// formats and COFF import members build names of their own.
+bool name_inside(const SymbolicFile &obj, StringRef s) {
+  const auto *o = dyn_cast<ObjectFile>(&obj);
+  if (!o || !(isa<COFFObjectFile>(o) || isa<ELFObjectFileBase>(o)))
+    return true;
+  return s.empty() || in_buffer(*o, s.data(), s.size());
+}
+
 Error invalid(const std::string &name, std::string why) {
   return make_error(ErrorCode::InvalidInput, std::move(why), name, {},
                     "pass a relocatable object (.o/.obj) or an archive of them");
@@ -226,6 +246,8 @@ Expected<bool> collect(const SymbolicFile &f, const std::string &member,
       if (!nm)
         return invalid(name, "cannot read a symbol name: " +
                                  message_of(nm.takeError()));
+      if (!name_inside(*obj, *nm))
+        return invalid(name, "a symbol name lies outside the file");
       sym.name = nm->str();
     } else {
       raw_string_ostream os(sym.name);
@@ -322,15 +344,6 @@ Expected<Member> describe(const Binary &b, const std::string &name) {
 // COFF: marks the undefined symbols (from out[first] on) that every
 // relocation reaches through a call or a jump: x64/i386 REL32 after an E8
 // (call) or E9 (jmp) opcode, arm64 BRANCH26. Debug sections do not count.
-// Whether [p, p + n) lies inside the object's bytes. LLVM hands back some
-// pointers into malformed files without checking them (found by fuzzing).
-bool in_buffer(const ObjectFile &obj, const void *p, std::uint64_t n) {
-  auto *b = reinterpret_cast<const std::uint8_t *>(obj.getMemoryBufferRef().getBufferStart());
-  auto *q = static_cast<const std::uint8_t *>(p);
-  std::uint64_t size = obj.getMemoryBufferRef().getBufferSize();
-  return q >= b && std::uint64_t(q - b) <= size && n <= size - std::uint64_t(q - b);
-}
-
 // LLVM aborts the process (report_fatal_error) when asked for the
 // relocations of a section whose address is not 0; such a section is
 // refused here instead (found by fuzzing).
@@ -369,6 +382,8 @@ std::optional<Error> mark_branch_only(const ObjectFile &obj, std::vector<Symbol>
         consumeError(nm.takeError());
         continue;
       }
+      if (!name_inside(*c, *nm))
+        return invalid(name, "a relocation's symbol name lies outside the file");
       std::uint64_t off = r.getOffset(), type = r.getType();
       bool is_branch = false;
       auto opcode_before = [&]() -> int {
@@ -590,6 +605,8 @@ Expected<ArtifactInfo> read_artifact_unguarded(const void *data, std::size_t siz
       auto nm = s.getName();
       if (!nm)
         return bad(nm.takeError());
+      if (!name_inside(*obj, *nm))
+        return make_error(ErrorCode::InvalidInput, "a dynamic symbol's name lies outside the file", name);
       if (nm->empty())
         continue;
       if (!(*fl & SymbolRef::SF_Undefined))
@@ -650,6 +667,8 @@ Expected<ArtifactInfo> read_artifact_unguarded(const void *data, std::size_t siz
       StringRef nm;
       if (llvm::Error err = x.getSymbolName(nm))
         return bad(std::move(err));
+      if (!name_inside(*c, nm))
+        return make_error(ErrorCode::InvalidInput, "an export's name lies outside the file", name);
       if (!nm.empty())
         info.exports.push_back(nm.str());
     }
