@@ -969,22 +969,34 @@ Expected<std::shared_ptr<Cache>> Cache::open(Config config) {
       if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0)
         empty = false;
     ::closedir(d);
-    if (!empty)
+    // hotlink creates the marker before any other file, so a directory that
+    // has files has the marker unless it is not a cache: look again, since
+    // another process may have made it one since the first look.
+    if (!empty && ::access(marker.c_str(), F_OK) != 0)
       return make_error(ErrorCode::CacheError,
                         "is not empty and is not a hotlink cache (it has no '" +
                             std::string(kMarker) + "' file)",
                         dir, {},
                         "choose a new or empty directory: hotlink never prunes or clears "
                         "files it did not create");
-    Impl writer;
-    writer.cfg = config;
-    std::string text = "hotlink cache, format " + std::to_string(kFormat) + "\n";
-    std::string tag = "Signature: 8a477f597d28d172789f06886806bc55\n"
-                      "# This directory is a hotlink cache; backup tools may skip it.\n";
-    if (auto err = writer.write_atomic(dir + "/CACHEDIR.TAG", tag.data(), tag.size()))
-      return *err;
-    if (auto err = writer.write_atomic(marker, text.data(), text.size()))
-      return *err;
+    // Exactly one of the processes opening a new cache at once creates it.
+    int fd = empty ? ::open(marker.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600) : -1;
+    if (fd < 0 && empty && errno != EEXIST)
+      return make_error(ErrorCode::CacheError, "cannot create: " + errno_text(errno), marker, {},
+                        "check the cache directory's permissions");
+    if (fd >= 0) {
+      std::string text = "hotlink cache, format " + std::to_string(kFormat) + "\n";
+      bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+      ::close(fd);
+      if (!written)
+        return make_error(ErrorCode::CacheError, "cannot write: " + errno_text(errno), marker);
+      Impl writer;
+      writer.cfg = config;
+      std::string tag = "Signature: 8a477f597d28d172789f06886806bc55\n"
+                        "# This directory is a hotlink cache; backup tools may skip it.\n";
+      if (auto err = writer.write_atomic(dir + "/CACHEDIR.TAG", tag.data(), tag.size()))
+        return *err;
+    }
   }
 
   auto impl = std::make_unique<Impl>();

@@ -672,12 +672,14 @@ TEST(CacheProcesses, EightCliLinksOfOneMissingKeyLinkOnce) {
   }
   int misses = 0, hits = 0;
   for (std::size_t i = 0; i < kids.size(); ++i) {
-    EXPECT_EQ(wait_exit(kids[i]), 0);
+    int code = wait_exit(kids[i]);
     Bytes text = test::read_file(outs[i]);
-    auto v = llvm::json::parse(std::string(text.begin(), text.end()));
-    ASSERT_TRUE(bool(v));
+    std::string shown(text.begin(), text.end());
+    EXPECT_EQ(code, 0) << "process " << i << " printed:\n" << shown;
+    auto v = llvm::json::parse(shown);
+    ASSERT_TRUE(bool(v)) << shown;
     auto cache_use = v->getAsObject()->getString("cache");
-    ASSERT_TRUE(cache_use);
+    ASSERT_TRUE(cache_use) << shown;
     misses += *cache_use == "miss";
     hits += *cache_use == "hit";
   }
