@@ -200,12 +200,12 @@ bool readable_magic(StringRef bytes) {
   }
 }
 
-// Whether [p, p + n) lies inside the object's bytes. LLVM hands back some
-// pointers into malformed files without checking them (found by fuzzing).
-bool in_buffer(const ObjectFile &obj, const void *p, std::uint64_t n) {
-  auto *b = reinterpret_cast<const std::uint8_t *>(obj.getMemoryBufferRef().getBufferStart());
+// Whether [p, p + n) lies inside `buf`. LLVM hands back some pointers
+// into malformed files without checking them (found by fuzzing).
+bool in_buffer(MemoryBufferRef buf, const void *p, std::uint64_t n) {
+  auto *b = reinterpret_cast<const std::uint8_t *>(buf.getBufferStart());
   auto *q = static_cast<const std::uint8_t *>(p);
-  std::uint64_t size = obj.getMemoryBufferRef().getBufferSize();
+  std::uint64_t size = buf.getBufferSize();
   return q >= b && std::uint64_t(q - b) <= size && n <= size - std::uint64_t(q - b);
 }
 
@@ -217,7 +217,7 @@ bool name_inside(const SymbolicFile &obj, StringRef s) {
   const auto *o = dyn_cast<ObjectFile>(&obj);
   if (!o || !(isa<COFFObjectFile>(o) || isa<ELFObjectFileBase>(o)))
     return true;
-  return s.empty() || in_buffer(*o, s.data(), s.size());
+  return s.empty() || in_buffer(o->getMemoryBufferRef(), s.data(), s.size());
 }
 
 Error invalid(const std::string &name, std::string why) {
@@ -362,7 +362,7 @@ std::optional<Error> mark_branch_only(const ObjectFile &obj, std::vector<Symbol>
     if (sname->starts_with(".debug"))
       continue;
     const coff_section *header = c->getCOFFSection(sec);
-    if (!in_buffer(*c, header, sizeof(coff_section)))
+    if (!in_buffer(c->getMemoryBufferRef(), header, sizeof(coff_section)))
       return invalid(name, "section '" + sname->str() + "' has its header outside the file");
     if (header->VirtualAddress != 0 && header->NumberOfRelocations != 0)
       return invalid(name, "section '" + sname->str() +
@@ -489,14 +489,15 @@ Expected<ObjectInfo> read_object_unguarded(const void *data, std::size_t size,
     bool any = false;
     for (const Archive::Child &c : a->children(err)) {
       auto cname = c.getName();
+      if (cname && !in_buffer(buf, cname->data(), cname->size()))
+        return invalid(name, "an archive member's name lies outside the archive");
       std::string member = cname ? cname->str() : std::string("?");
       auto mbuf = c.getMemoryBufferRef();
       if (!mbuf)
         return invalid(name, "archive member '" + member +
                                  "' is unreadable: " +
                                  message_of(mbuf.takeError()));
-      if (mbuf->getBufferStart() < buf.getBufferStart() ||
-          mbuf->getBufferEnd() > buf.getBufferEnd())
+      if (!in_buffer(buf, mbuf->getBufferStart(), mbuf->getBufferSize()))
         return invalid(name, "archive member '" + member +
                                  "' extends past the end of the archive");
       if (!readable_magic(mbuf->getBuffer()))
@@ -658,7 +659,7 @@ Expected<ArtifactInfo> read_artifact_unguarded(const void *data, std::size_t siz
     // of 2^32 kept the fuzzer busy for minutes).
     if (const export_directory_table_entry *table = c->getExportTable()) {
       std::uint64_t room = size / 4;
-      if (!in_buffer(*c, table, sizeof(*table)) || table->AddressTableEntries > room ||
+      if (!in_buffer(c->getMemoryBufferRef(), table, sizeof(*table)) || table->AddressTableEntries > room ||
           table->NumberOfNamePointers > room)
         return make_error(ErrorCode::InvalidInput,
                           "the export directory claims more entries than the file can hold", name);

@@ -51,7 +51,7 @@ for pair in "fuzz_objects fuzz_verify" "fuzz_def fuzz_writers"; do
   for f in "$1:$a" "$2:$b"; do
     name=${f%%:*}
     if wait "${f##*:}"; then
-      runs=$(grep -o 'stat::number_of_executed_units: [0-9]*' "$artifacts/$name.log" | grep -o '[0-9]*$')
+      runs=$(grep -o 'stat::number_of_executed_units: [0-9]*' "$artifacts/$name.log" | tail -1 | grep -o '[0-9]*$')
       echo "fuzz: $name ran ${runs:-?} inputs (last start) in ${seconds}s, nothing found in hotlink's code"
     else
       status=1
