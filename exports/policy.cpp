@@ -2,12 +2,14 @@
 
 #include "exports/names.h"
 
+#include "llvm/ADT/CachedHashString.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/Demangle/Demangle.h"
 #include "llvm/Support/GlobPattern.h"
 
 #include <algorithm>
 #include <string_view>
-#include <unordered_map>
 
 namespace hotlink::exports {
 
@@ -29,43 +31,52 @@ bool parse_mode(const std::string &s, ExportPolicy::Mode &out) {
   return false;
 }
 
-std::string undecorate(Format format, Arch arch, const std::string &sym) {
+namespace {
+
+// The C name inside a symbol name: always a substring of it, so the policy
+// can work on views of the inputs' names (10^5 symbols, no copies).
+std::string_view undecorated(Format format, Arch arch, std::string_view sym) {
   if (format == Format::MachO)
     return sym.size() > 1 && sym[0] == '_' ? sym.substr(1) : sym;
   if (format != Format::COFF || arch != Arch::X86 || sym.empty() || sym[0] == '?')
     return sym;
-  std::string s = sym;
+  std::string_view s = sym;
   if (s[0] == '_' || s[0] == '@')
     s = s.substr(1);
   // Trailing @N (stdcall, fastcall): digits only.
   std::size_t at = s.rfind('@');
-  if (at != std::string::npos && at > 0 && at + 1 < s.size() &&
+  if (at != std::string_view::npos && at > 0 && at + 1 < s.size() &&
       std::all_of(s.begin() + at + 1, s.end(), [](char c) { return c >= '0' && c <= '9'; }))
     s = s.substr(0, at);
   return s;
+}
+
+} // namespace
+
+std::string undecorate(Format format, Arch arch, const std::string &sym) {
+  return std::string(undecorated(format, arch, sym));
 }
 
 std::string demangle(const std::string &name) { return llvm::demangle(name); }
 
 namespace {
 
-bool starts(const std::string &s, const char *p) { return s.rfind(p, 0) == 0; }
-bool ends(const std::string &s, const char *p) {
-  std::size_t n = std::char_traits<char>::length(p);
-  return s.size() >= n && s.compare(s.size() - n, n, p) == 0;
+bool starts(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+bool ends(std::string_view s, std::string_view p) {
+  return s.size() >= p.size() && s.substr(s.size() - p.size()) == p;
 }
 
 // Linker and CRT machinery that "export all" must never export: the union of
 // what CMake's bindexplib and lld's MinGW AutoExporter leave out.
-bool is_machinery(const std::string &c, const std::string &sym, Format f) {
-  if (c.find('.') != std::string::npos || sym.find('.') != std::string::npos)
+bool is_machinery(std::string_view c, std::string_view sym, Format f) {
+  if (c.find('.') != std::string_view::npos || sym.find('.') != std::string_view::npos)
     return true; // .refptr.*, .weak.*, section-like names
   for (const char *s : {"_NULL_THUNK_DATA", "_iname"}) // kernel32_NULL_THUNK_DATA
     if (ends(c, s))
       return true;
   // Every machinery name below starts with '_', '?' or 'D' (DllMain...):
   // most user symbols are ruled out by their first byte.
-  auto may = [](const std::string &s) { return !s.empty() && (s[0] == '_' || s[0] == '?' || s[0] == 'D'); };
+  auto may = [](std::string_view s) { return !s.empty() && (s[0] == '_' || s[0] == '?' || s[0] == 'D'); };
   if (!may(c) && !may(sym))
     return false;
   for (const char *p : {"__imp_", "__IMPORT_DESCRIPTOR_", "__NULL_IMPORT_DESCRIPTOR",
@@ -84,7 +95,7 @@ bool is_machinery(const std::string &c, const std::string &sym, Format f) {
 
 struct Candidate {
   const Symbol *sym;
-  std::string c_name;
+  std::string_view c_name; // a view of sym->name
 };
 
 std::vector<llvm::GlobPattern> compile(const std::vector<std::string> &globs,
@@ -103,7 +114,7 @@ std::vector<llvm::GlobPattern> compile(const std::vector<std::string> &globs,
   return out;
 }
 
-bool any_match(const std::vector<llvm::GlobPattern> &ps, const std::string &s) {
+bool any_match(const std::vector<llvm::GlobPattern> &ps, std::string_view s) {
   return std::any_of(ps.begin(), ps.end(), [&](const llvm::GlobPattern &p) { return p.match(s); });
 }
 
@@ -119,33 +130,47 @@ Expected<std::vector<Export>> select_exports(const std::vector<ObjectInfo> &inpu
     return *err;
 
   // Defined external symbols by C name; a strong definition beats a weak
-  // one. Hashing, not ordering: JIT objects can carry tens of thousands of
-  // symbols, and only the result needs sorting.
+  // one, else the first wins. JIT objects can carry 10^5 symbols: names are
+  // views, and the hash table is built only when the policy walks every
+  // symbol; a short export list is looked up by scanning.
   std::size_t total = 0;
   for (const ObjectInfo &in : inputs)
     total += in.symbols.size();
   std::vector<Candidate> candidates;
   candidates.reserve(total);
-  std::unordered_map<std::string_view, std::size_t> defined;
-  defined.reserve(total);
   for (const ObjectInfo &in : inputs)
     for (const Symbol &s : in.symbols)
       if (s.defined && !s.hidden)
-        candidates.push_back(Candidate{&s, undecorate(format, arch, s.name)});
-  for (std::size_t i = 0; i < candidates.size(); ++i) {
-    auto [it, fresh] = defined.emplace(candidates[i].c_name, i);
-    if (!fresh && candidates[it->second].sym->weak && !candidates[i].sym->weak)
-      it->second = i;
+        candidates.push_back(Candidate{&s, undecorated(format, arch, s.name)});
+  auto key = [](std::string_view n) { return llvm::CachedHashStringRef(llvm::StringRef(n.data(), n.size())); };
+  bool walks_all = policy.mode == ExportPolicy::Mode::EntryPoints ||
+                   policy.mode == ExportPolicy::Mode::All || !include.empty() ||
+                   policy.names.size() > 16;
+  llvm::DenseMap<llvm::CachedHashStringRef, std::size_t> defined;
+  if (walks_all) {
+    defined.reserve(candidates.size());
+    for (std::size_t i = 0; i < candidates.size(); ++i) {
+      auto [it, fresh] = defined.try_emplace(key(candidates[i].c_name), i);
+      if (!fresh && candidates[it->second].sym->weak && !candidates[i].sym->weak)
+        it->second = i;
+    }
   }
   auto find = [&](std::string_view name) -> const Candidate * {
-    auto it = defined.find(name);
-    return it == defined.end() ? nullptr : &candidates[it->second];
+    if (walks_all) {
+      auto it = defined.find(key(name));
+      return it == defined.end() ? nullptr : &candidates[it->second];
+    }
+    const Candidate *best = nullptr;
+    for (const Candidate &c : candidates)
+      if (c.c_name == name && (!best || (best->sym->weak && !c.sym->weak)))
+        best = &c;
+    return best;
   };
 
   std::vector<const Candidate *> chosen;
-  std::unordered_map<std::string_view, bool> taken;
+  llvm::DenseSet<llvm::CachedHashStringRef> taken;
   auto take = [&](const Candidate &c) {
-    if (taken.emplace(c.c_name, true).second)
+    if (taken.insert(key(c.c_name)).second)
       chosen.push_back(&c);
   };
   auto exportable = [&](const Candidate &c) {
@@ -163,14 +188,14 @@ Expected<std::vector<Export>> select_exports(const std::vector<ObjectInfo> &inpu
 
   switch (policy.mode) {
   case ExportPolicy::Mode::EntryPoints: {
-    std::string key;
+    std::string companion;
     for (const Candidate &c : candidates) {
       if (!c.sym->function || !is_winner(c) || any_match(exclude, c.c_name))
         continue;
       std::vector<const Candidate *> companions;
       for (const std::string &suffix : policy.suffixes) {
-        key.assign(c.c_name).append(suffix);
-        if (const Candidate *k = find(key))
+        companion.assign(c.c_name).append(suffix);
+        if (const Candidate *k = find(companion))
           companions.push_back(k);
       }
       if (companions.empty())
@@ -226,7 +251,7 @@ Expected<std::vector<Export>> select_exports(const std::vector<ObjectInfo> &inpu
   std::vector<Export> out;
   out.reserve(chosen.size());
   for (const Candidate *c : chosen)
-    out.push_back(Export{c->c_name, c->sym->name, c->sym->data && !c->sym->function});
+    out.push_back(Export{std::string(c->c_name), c->sym->name, c->sym->data && !c->sym->function});
   return out;
 }
 

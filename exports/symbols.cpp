@@ -225,10 +225,130 @@ Error invalid(const std::string &name, std::string why) {
                     "pass a relocatable object (.o/.obj) or an archive of them");
 }
 
+// What collect() asks of a symbol's section, computed once per section: a
+// JIT object can carry 10^5 symbols in a handful of sections, and LLVM's
+// generic getSection() re-reads the section table on every call.
+struct SectionProps {
+  bool text = false, data = false, bss = false, writable = false;
+};
+
+class SectionTable {
+public:
+  explicit SectionTable(const ObjectFile *obj) : obj_(obj) {
+    if (!obj)
+      return;
+    for (const SectionRef &sec : obj->sections()) {
+      std::uint64_t i = sec.getIndex();
+      if (i >= props_.size())
+        props_.resize(i + 1);
+      props_[i] = {sec.isText(), sec.isData(), sec.isBSS(), section_writable(*obj, sec)};
+    }
+  }
+  // The properties of section `index` (as SectionRef::getIndex numbers it).
+  const SectionProps &at(std::uint64_t index) const { return props_[index]; }
+  std::size_t size() const { return props_.size(); }
+
+private:
+  const ObjectFile *obj_;
+  std::vector<SectionProps> props_;
+};
+
+// ELF symbols read straight from the symbol table. LLVM's generic calls
+// (getName, getSection) look the symbol table, string table and section
+// table up again for every symbol: on an object with 10^5 symbols that was
+// most of reading it. Whatever this cannot answer plainly (no table, a name
+// offset past the string table, SHN_XINDEX, absolute, common, an index past
+// the section table) returns nothing and goes down LLVM's generic path,
+// with its checks and its messages.
+class ElfSymbols {
+public:
+  virtual ~ElfSymbols() = default;
+  virtual std::optional<StringRef> name(DataRefImpl d) = 0;
+  virtual std::optional<std::uint64_t> section_index(DataRefImpl d, std::size_t sections) = 0;
+};
+
+template <class ELFT> class ElfSymbolsOf final : public ElfSymbols {
+public:
+  explicit ElfSymbolsOf(const ELFFile<ELFT> &file) : file_(file) {}
+  std::optional<StringRef> name(DataRefImpl d) override {
+    const typename ELFT::Sym *sym = get(d);
+    if (!sym)
+      return std::nullopt;
+    auto n = sym->getName(strtab_);
+    if (!n) {
+      consumeError(n.takeError());
+      return std::nullopt;
+    }
+    return *n;
+  }
+  std::optional<std::uint64_t> section_index(DataRefImpl d, std::size_t sections) override {
+    const typename ELFT::Sym *sym = get(d);
+    if (!sym)
+      return std::nullopt;
+    std::uint16_t ix = sym->st_shndx;
+    if (ix == ELF::SHN_UNDEF || ix >= ELF::SHN_LORESERVE || ix >= sections)
+      return std::nullopt;
+    return ix;
+  }
+
+private:
+  // DataRefImpl of an ELF symbol: d.a = its symbol table's section index,
+  // d.b = its index in that table.
+  const typename ELFT::Sym *get(DataRefImpl d) {
+    if (d.d.a != table_) {
+      table_ = d.d.a;
+      syms_ = {};
+      strtab_ = {};
+      auto sec = file_.getSection(d.d.a);
+      if (!sec)
+        return consumeError(sec.takeError()), nullptr;
+      auto syms = file_.symbols(*sec);
+      auto strtab = file_.getStringTableForSymtab(**sec);
+      if (!syms || !strtab) {
+        if (!syms)
+          consumeError(syms.takeError());
+        if (!strtab)
+          consumeError(strtab.takeError());
+        return nullptr;
+      }
+      syms_ = *syms;
+      strtab_ = *strtab;
+    }
+    return d.d.b < syms_.size() ? &syms_[d.d.b] : nullptr;
+  }
+
+  const ELFFile<ELFT> &file_;
+  std::uint32_t table_ = ~0u;
+  ArrayRef<typename ELFT::Sym> syms_;
+  StringRef strtab_;
+};
+
+std::unique_ptr<ElfSymbols> elf_symbols(const SymbolicFile &f) {
+  if (auto *e = dyn_cast<ELF64LEObjectFile>(&f))
+    return std::make_unique<ElfSymbolsOf<ELF64LE>>(e->getELFFile());
+  if (auto *e = dyn_cast<ELF32LEObjectFile>(&f))
+    return std::make_unique<ElfSymbolsOf<ELF32LE>>(e->getELFFile());
+  if (auto *e = dyn_cast<ELF64BEObjectFile>(&f))
+    return std::make_unique<ElfSymbolsOf<ELF64BE>>(e->getELFFile());
+  if (auto *e = dyn_cast<ELF32BEObjectFile>(&f))
+    return std::make_unique<ElfSymbolsOf<ELF32BE>>(e->getELFFile());
+  return nullptr;
+}
+
 // Appends the global and undefined symbols of one symbolic file.
 Expected<bool> collect(const SymbolicFile &f, const std::string &member,
                        const std::string &name, std::vector<Symbol> &out) {
   auto *obj = dyn_cast<ObjectFile>(&f);
+  const SectionTable sections(obj);
+  std::unique_ptr<ElfSymbols> elf = elf_symbols(f);
+  {
+    // One allocation instead of a doubling series (each step moves every
+    // Symbol): count first, the iteration is cheap.
+    std::size_t n = 0;
+    for (auto it = f.symbol_begin(), e = f.symbol_end(); it != e; ++it)
+      ++n;
+    out.reserve(out.size() + n);
+  }
   for (const BasicSymbolRef &s : f.symbols()) {
     auto flags = s.getFlags();
     if (!flags)
@@ -242,7 +362,8 @@ Expected<bool> collect(const SymbolicFile &f, const std::string &member,
       continue;
     Symbol sym;
     if (obj) {
-      auto nm = SymbolRef(s.getRawDataRefImpl(), obj).getName();
+      std::optional<StringRef> fast = elf ? elf->name(s.getRawDataRefImpl()) : std::nullopt;
+      auto nm = fast ? llvm::Expected<StringRef>(*fast) : SymbolRef(s.getRawDataRefImpl(), obj).getName();
       if (!nm)
         return invalid(name, "cannot read a symbol name: " +
                                  message_of(nm.takeError()));
@@ -271,16 +392,25 @@ Expected<bool> collect(const SymbolicFile &f, const std::string &member,
         return invalid(name, "cannot read the type of symbol '" + sym.name +
                                  "': " + message_of(type.takeError()));
       sym.function = *type == SymbolRef::ST_Function;
-      auto sec = sr.getSection();
-      if (!sec)
-        return invalid(name, "symbol '" + sym.name +
-                                 "' names a bad section: " +
-                                 message_of(sec.takeError()));
-      if (*sec != obj->section_end()) {
-        if (!sym.function && (*type == SymbolRef::ST_Data ||
-                              (*sec)->isData() || (*sec)->isBSS()))
+      constexpr std::uint64_t kNone = ~std::uint64_t(0);
+      std::uint64_t index = kNone;
+      if (auto fast = elf ? elf->section_index(sr.getRawDataRefImpl(), sections.size())
+                          : std::nullopt) {
+        index = *fast;
+      } else {
+        auto sec = sr.getSection();
+        if (!sec)
+          return invalid(name, "symbol '" + sym.name +
+                                   "' names a bad section: " +
+                                   message_of(sec.takeError()));
+        if (*sec != obj->section_end())
+          index = (*sec)->getIndex();
+      }
+      if (index < sections.size()) {
+        const SectionProps &sec = sections.at(index);
+        if (!sym.function && (*type == SymbolRef::ST_Data || sec.data || sec.bss))
           sym.data = true;
-        sym.writable = section_writable(*obj, **sec);
+        sym.writable = sec.writable;
         if (auto *w = dyn_cast<WasmObjectFile>(obj)) {
           // wasm memory is all writable; the toolchain marks constants by
           // placing them in .rodata.* data segments.
@@ -293,7 +423,7 @@ Expected<bool> collect(const SymbolicFile &f, const std::string &member,
         // COFF symbols often carry no type record (assembler output, some
         // JITs), and LLVM then reports ST_Data even in code: the section
         // decides there.
-        if ((*sec)->isText() && (*type != SymbolRef::ST_Data || isa<COFFObjectFile>(obj)))
+        if (sec.text && (*type != SymbolRef::ST_Data || isa<COFFObjectFile>(obj)))
           sym.function = true, sym.data = false;
       } else if (sym.common) {
         sym.data = sym.writable = true;
