@@ -11,6 +11,7 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <functional>
@@ -243,21 +244,36 @@ void replace_all(std::string &s, const std::string &from, const std::string &to)
 // process-wide list that never shrinks (each link would leave an entry that
 // every later link walks). The FIFO also hands hotlink the bytes without a
 // file to read back.
-std::vector<std::uint8_t> read_fifo(const std::string &path) {
+//
+// lld writes the whole image with one write(); the pipe hands it over a
+// pipe-buffer at a time, each a wake-up of this thread. The buffer is
+// raised to 1 MiB (the unprivileged limit) so that a 20 MB image takes 20
+// hand-overs rather than 320, and the bytes are read straight into the
+// result, sized from `hint` (the inputs' size).
+std::vector<std::uint8_t> read_fifo(const std::string &path, std::uint64_t hint) {
   std::vector<std::uint8_t> bytes;
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     return bytes;
-  char buf[1 << 16];
+#ifdef F_SETPIPE_SZ
+  if (hint > (64u << 10))
+    (void)::fcntl(fd, F_SETPIPE_SZ, 1 << 20); // may be refused: then 64 KiB
+#endif
+  // Room for the expected image plus a margin; doubled when it fills up.
+  bytes.resize(static_cast<std::size_t>(std::min<std::uint64_t>(hint, 1ull << 32)) + (64u << 10));
+  std::size_t used = 0;
   for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (used == bytes.size())
+      bytes.resize(bytes.size() * 2);
+    ssize_t n = ::read(fd, bytes.data() + used, bytes.size() - used);
     if (n < 0 && errno == EINTR)
       continue;
     if (n <= 0)
       break;
-    bytes.insert(bytes.end(), buf, buf + n);
+    used += static_cast<std::size_t>(n);
   }
   ::close(fd);
+  bytes.resize(used);
   return bytes;
 }
 
@@ -278,9 +294,9 @@ JobOutput run_in_process(const Job &job) {
     ~Cleanup() { remove_tree(dir); }
   } cleanup{dir};
 
-  for (const auto &[name, bytes] : job.files) {
-    std::string path = dir + "/" + name;
-    if (!write_file(path, bytes)) {
+  for (const JobFile &f : job.files) {
+    std::string path = dir + "/" + f.name;
+    if (!write_file(path, f.bytes())) {
       out.setup_error = "cannot write " + path + ": " + std::strerror(errno);
       return out;
     }
@@ -338,7 +354,7 @@ JobOutput run_in_process(const Job &job) {
       if (hold >= 0)
         ::close(hold);
     });
-    out.artifact = read_fifo(output);
+    out.artifact = read_fifo(output, job.output_hint);
     runner.wait();
     out.link_ms = std::chrono::duration<double, std::milli>(
                       std::chrono::steady_clock::now() - t0)

@@ -20,12 +20,42 @@ struct Arg {
   std::string after;
 };
 
+// A file to create in the workdir before the link. Its bytes are the job's
+// own (export lists, support objects, anything decoded from the wire) or
+// borrowed from the LinkRequest, which outlives the job: an in-memory input
+// of 20 MB is not copied just to be written out again.
+class JobFile {
+public:
+  JobFile() = default;
+  static JobFile own(std::string name, std::vector<std::uint8_t> bytes) {
+    JobFile f;
+    f.name = std::move(name);
+    f.owned_ = std::move(bytes);
+    return f;
+  }
+  static JobFile borrow(std::string name, const std::vector<std::uint8_t> &bytes) {
+    JobFile f;
+    f.name = std::move(name);
+    f.borrowed_ = &bytes;
+    return f;
+  }
+  const std::vector<std::uint8_t> &bytes() const { return borrowed_ ? *borrowed_ : owned_; }
+
+  std::string name; // relative to the workdir
+
+private:
+  std::vector<std::uint8_t> owned_;
+  const std::vector<std::uint8_t> *borrowed_ = nullptr;
+};
+
 struct Job {
   std::string flavor; // argv[0]: ld.lld, lld-link, ld64.lld or wasm-ld
   std::vector<Arg> args;
   // Files to create in the workdir before the link (in-memory inputs,
-  // support objects, export lists): relative name -> bytes.
-  std::vector<std::pair<std::string, std::vector<std::uint8_t>>> files;
+  // support objects, export lists).
+  std::vector<JobFile> files;
+  // The size the output is expected to have, a hint for reading it.
+  std::uint64_t output_hint = 0;
   std::string output_name; // lld's output, relative to the workdir
   std::string implib_name; // COFF import library to return, if any
   // Paths as lld will print them -> the names the user knows them by.

@@ -110,6 +110,7 @@ Expected<Plan> plan_link(const LinkRequest &req, Timings &timings, bool digest_i
       return info.take_error();
     if (digest_inputs)
       plan.input_digests.push_back(cache::KeyBuilder::digest(data, size));
+    plan.job.output_hint += size; // an output is usually about its inputs' size
     l.info = std::move(info.value());
     loaded.push_back(std::move(l));
   }
@@ -325,7 +326,7 @@ Expected<Plan> plan_link(const LinkRequest &req, Timings &timings, bool digest_i
   // Exports: the format's export list, written by exports/ (which refuses
   // any name that could change the list's meaning).
   auto add_file = [&](const char *name, const std::string &text) {
-    job.files.emplace_back(name, std::vector<std::uint8_t>(text.begin(), text.end()));
+    job.files.push_back(JobFile::own(name, std::vector<std::uint8_t>(text.begin(), text.end())));
   };
   if (export_list) {
     switch (tgt.format) {
@@ -396,7 +397,7 @@ Expected<Plan> plan_link(const LinkRequest &req, Timings &timings, bool digest_i
     const Loaded &l = loaded[i];
     if (l.input->in_memory()) {
       std::string n = scratch_name(i, l.display);
-      job.files.emplace_back(n, l.input->bytes);
+      job.files.push_back(JobFile::borrow(n, l.input->bytes));
       a.push_back(in_dir("", n));
       job.display_names.emplace_back(n, l.display);
     } else {
@@ -414,7 +415,7 @@ Expected<Plan> plan_link(const LinkRequest &req, Timings &timings, bool digest_i
       if (!obj)
         return obj.take_error();
       std::string n = "support-" + sym + ".obj";
-      job.files.emplace_back(n, std::move(obj.value()));
+      job.files.push_back(JobFile::own(n, std::move(obj.value())));
       a.push_back(in_dir("", n));
       job.display_names.emplace_back(n, "<hotlink support object " + sym + ">");
       plan.support_objects.push_back(sym);
@@ -437,7 +438,7 @@ Expected<Plan> plan_link(const LinkRequest &req, Timings &timings, bool digest_i
       auto obj = import_thunks(tgt, plan.windows->thunks);
       if (!obj)
         return obj.take_error();
-      job.files.emplace_back("import-thunks.obj", std::move(obj.value()));
+      job.files.push_back(JobFile::own("import-thunks.obj", std::move(obj.value())));
       a.push_back(in_dir("", "import-thunks.obj"));
       job.display_names.emplace_back("import-thunks.obj", "<hotlink import thunks>");
     }

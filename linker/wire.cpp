@@ -77,12 +77,13 @@ std::string encode(const Job &job) {
     w.str(a.after);
   }
   w.num(job.files.size());
-  for (const auto &[name, bytes] : job.files) {
-    w.str(name);
-    w.bytes(bytes);
+  for (const JobFile &f : job.files) {
+    w.str(f.name);
+    w.bytes(f.bytes());
   }
   w.str(job.output_name);
   w.str(job.implib_name);
+  w.num(job.output_hint);
   return std::move(w.s);
 }
 
@@ -98,12 +99,13 @@ bool decode(const std::string &bytes, Job &job) {
     a.after = r.str();
   }
   job.files.resize(r.count(16));
-  for (auto &[name, data] : job.files) {
-    name = r.str();
-    data = r.bytes();
+  for (JobFile &f : job.files) {
+    std::string name = r.str();
+    f = JobFile::own(std::move(name), r.bytes());
   }
   job.output_name = r.str();
   job.implib_name = r.str();
+  job.output_hint = r.num();
   return r.ok && r.pos == bytes.size();
 }
 
