@@ -43,26 +43,37 @@ std::mutex g_lld_mutex;            // lld's process-wide context
 std::atomic<bool> g_usable{true};  // false once lld said it cannot run again
 
 // The thread lld runs on. lld's makeThreadLocal allocators are thread_local
-// and survive CommonLinkerContext::destroy(): on one long-lived thread every
-// link leaves ~1.15 KB behind (measured, without bound). A thread per link
-// frees them but pays for new allocator arenas and page faults each time
-// (measured: lld's 0.42 ms became 1.09 ms). So lld gets a thread of its own
-// that is replaced every kRecycleAfter links: memory stays bounded (about
-// 300 KB at most) and the start-up cost is paid once per 256 links.
+// and survive CommonLinkerContext::destroy(): every link leaves its
+// thread-local objects behind until the thread ends (measured: ~1.15 KB for
+// a small kernel, ~3.8 MB for the 20 MB benchmark object, about a fifth of
+// the input; lld's per-symbol and per-section objects bound it at a few
+// times the input's size). A thread per link frees them but pays for new
+// allocator arenas and page faults each time (measured: lld's 0.42 ms
+// became 1.09 ms). So lld gets a thread of its own that retires after
+// kRecycleAfter links or after links of kRecycleBytes of input in all,
+// whichever comes first: the thread ends right after that link, freeing what
+// it kept while the caller goes on, and the next link starts a new one.
 // Used only with g_lld_mutex held.
 class LldThread {
 public:
   static constexpr unsigned kRecycleAfter = 256;
+  static constexpr std::uint64_t kRecycleBytes = 16u << 20;
 
-  // Starts `task` on the lld thread; returns at once.
-  void start(std::function<void()> task) {
-    if (!thread_.joinable() || runs_ >= kRecycleAfter)
+  // Starts `task`, a link of `input_bytes`, on the lld thread; returns at once.
+  void start(std::function<void()> task, std::uint64_t input_bytes) {
+    if (!thread_.joinable() || retiring_)
       replace();
     ++runs_;
-    std::lock_guard<std::mutex> lock(mu_);
-    task_ = std::move(task);
-    done_ = false;
+    bytes_ += input_bytes;
+    bool last = runs_ >= kRecycleAfter || bytes_ >= kRecycleBytes;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      task_ = std::move(task);
+      done_ = false;
+      retire_ = last;
+    }
     cv_.notify_all();
+    retiring_ = last;
   }
   // Waits for the task given to start().
   void wait() {
@@ -75,23 +86,25 @@ public:
     new (&cv_) std::condition_variable();
     thread_.detach(); // the handle names a thread of the parent
     runs_ = 0;
+    bytes_ = 0;
     task_ = nullptr;
-    stop_ = false;
+    stop_ = retire_ = retiring_ = false;
     done_ = true;
   }
 
 private:
   void replace() {
     if (thread_.joinable()) {
-      {
+      if (!retiring_) {
         std::lock_guard<std::mutex> lock(mu_);
         stop_ = true;
       }
       cv_.notify_all();
-      thread_.join(); // its thread_local allocators are freed here
-      stop_ = false;
+      thread_.join(); // its thread_local allocators are freed by now
+      stop_ = retire_ = retiring_ = false;
     }
     runs_ = 0;
+    bytes_ = 0;
     thread_ = std::thread([this] { loop(); });
   }
   void loop() {
@@ -107,6 +120,8 @@ private:
       lock.lock();
       done_ = true;
       cv_.notify_all();
+      if (retire_)
+        return; // ending the thread frees what lld kept in its thread-locals
     }
   }
 
@@ -114,7 +129,10 @@ private:
   std::condition_variable cv_;
   std::function<void()> task_;
   bool stop_ = false, done_ = true;
+  bool retire_ = false;   // under mu_: the thread ends after the current task
+  bool retiring_ = false; // the caller's copy: the next start() replaces it
   unsigned runs_ = 0;
+  std::uint64_t bytes_ = 0;
   std::thread thread_;
 };
 
@@ -353,7 +371,7 @@ JobOutput run_in_process(const Job &job) {
         hold = ::open(output.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
       if (hold >= 0)
         ::close(hold);
-    });
+    }, job.output_hint);
     out.artifact = read_fifo(output, job.output_hint);
     runner.wait();
     out.link_ms = std::chrono::duration<double, std::milli>(
