@@ -18,6 +18,7 @@
 #include <fstream>
 #include <sstream>
 #include <dirent.h>
+#include <filesystem>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -31,7 +32,12 @@ struct TempRoot {
     char templ[] = "/tmp/hotlink-test-XXXXXX";
     path = mkdtemp(templ);
   }
-  ~TempRoot() { llvm::sys::fs::remove_directories(path, true); }
+  // std::filesystem, not llvm::sys::fs::remove_directories: that one leaves
+  // sockets and FIFOs behind (a test's redis.sock kept its whole tree).
+  ~TempRoot() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
 };
 
 TempRoot &root() {
