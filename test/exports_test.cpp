@@ -267,6 +267,101 @@ TEST(Malformed, DynamicSegmentPastTheEndOfTheFileIsRefused) {
   EXPECT_NE(info.error().message.find("PT_DYNAMIC"), std::string::npos) << info.error().message;
 }
 
+// A DLL's export directory claiming ~2^30 entries: LLVM iterates that many
+// (minutes of reading far past the file; found by fuzzing). Refused before
+// the walk, as more entries than the file could hold.
+TEST(Malformed, ExportDirectoryClaimingMoreEntriesThanTheFileHoldsIsRefused) {
+  test::Bytes dll = test::compile_so("x86_64-pc-windows-msvc",
+                                     "__declspec(dllexport) int f(void) { return 1; }\n"
+                                     "int _DllMainCRTStartup(void) { return 1; }");
+  ASSERT_GT(dll.size(), 0x40u);
+  auto u16 = [&](std::size_t o) { return std::uint16_t(dll[o] | dll[o + 1] << 8); };
+  auto u32 = [&](std::size_t o) { std::uint32_t v; std::memcpy(&v, &dll[o], 4); return v; };
+  std::size_t pe = u32(0x3c), opt = pe + 24;
+  ASSERT_EQ(u16(opt), 0x20b) << "expected a PE32+ image";
+  std::uint32_t export_rva = u32(opt + 112); // data directory 0
+  ASSERT_NE(export_rva, 0u) << "the fixture exports nothing";
+  std::size_t sections = pe + 24 + u16(pe + 20), table = 0;
+  for (std::uint16_t i = 0; i < u16(pe + 6); ++i) {
+    std::size_t h = sections + 40 * std::size_t(i);
+    std::uint32_t va = u32(h + 12), raw_size = u32(h + 16), raw = u32(h + 20);
+    if (export_rva >= va && export_rva < va + raw_size)
+      table = raw + (export_rva - va);
+  }
+  ASSERT_NE(table, 0u) << "no section holds the export directory";
+  auto good = read_artifact(dll.data(), dll.size(), "good.dll");
+  ASSERT_TRUE(good.ok()) << good.error().to_string();
+  EXPECT_EQ(good.value().exports, std::vector<std::string>{"f"});
+
+  for (std::size_t field : {20u, 24u}) { // AddressTableEntries, NumberOfNamePointers
+    test::Bytes bad = dll;
+    std::uint32_t huge = 0x40000000;
+    std::memcpy(&bad[table + field], &huge, 4);
+    auto info = read_artifact(bad.data(), bad.size(), "many.dll");
+    ASSERT_FALSE(info.ok()) << "field at +" << field;
+    EXPECT_EQ(info.error().code, ErrorCode::InvalidInput);
+    EXPECT_EQ(info.error().input, "many.dll");
+    EXPECT_NE(info.error().message.find("export directory"), std::string::npos) << info.error().message;
+  }
+}
+
+// LLVM checks an archive member against the next member's offset, not the
+// end of the archive: the last member may claim bytes the file does not
+// have (a truncated download), and a BSD long name ("#1/<length>") may
+// run past the end. Both are refused by name. The bytes are read from a
+// buffer with a tail of padding past `size`, so that what LLVM itself
+// touches past the archive is memory (the check under test is hotlink's).
+struct Padded {
+  test::Bytes bytes;
+  std::size_t size;
+};
+Padded padded(test::Bytes archive) {
+  std::size_t size = archive.size();
+  archive.resize(size + 8192, 'x');
+  return {std::move(archive), size};
+}
+
+TEST(Malformed, TruncatedArchiveMemberIsRefused) {
+  test::Bytes obj = test::compile_c("x86_64-linux-gnu", "int f(int x) { return x; }");
+  test::Bytes ar = test::read_file(test::make_archive({{"k.o", obj}}));
+  ASSERT_TRUE(read_object(ar.data(), ar.size(), "whole.a").ok());
+  ar.resize(ar.size() - obj.size() / 2); // the member's second half never arrived
+  Padded p = padded(ar);
+  auto info = read_object(p.bytes.data(), p.size, "cut.a");
+  ASSERT_FALSE(info.ok());
+  EXPECT_EQ(info.error().code, ErrorCode::InvalidInput);
+  EXPECT_EQ(info.error().input, "cut.a");
+  EXPECT_NE(info.error().message.find("'k.o' extends past the end of the archive"), std::string::npos)
+      << info.error().message;
+}
+
+TEST(Malformed, ArchiveMemberNamePastTheEndIsRefused) {
+  test::Bytes obj = test::compile_c("x86_64-linux-gnu", "int f(int x) { return x; }");
+  auto archive = [&](std::size_t name_length, std::size_t member_size) {
+    char header[61];
+    std::snprintf(header, sizeof header, "%-16s%-12s%-6s%-6s%-8s%-10zu`\n",
+                  ("#1/" + std::to_string(name_length)).c_str(), "0", "0", "0", "644", member_size);
+    std::string head = std::string("!<arch>\n") + std::string(header, 60) + "k.o";
+    head.resize(8 + 60 + name_length, '\0');
+    test::Bytes ar(head.begin(), head.end());
+    ar.insert(ar.end(), obj.begin(), obj.end());
+    return ar;
+  };
+  // Well formed: an 8-byte name, then the object.
+  test::Bytes good = archive(8, 8 + obj.size());
+  ASSERT_TRUE(read_object(good.data(), good.size(), "bsd.a").ok());
+  // The name claims 4000 bytes, the member 5000: the file ends first.
+  test::Bytes bad = archive(8, 5000);
+  std::memcpy(&bad[8], "#1/4000         ", 16);
+  Padded p = padded(bad);
+  auto info = read_object(p.bytes.data(), p.size, "name.a");
+  ASSERT_FALSE(info.ok());
+  EXPECT_EQ(info.error().code, ErrorCode::InvalidInput);
+  EXPECT_EQ(info.error().input, "name.a");
+  EXPECT_NE(info.error().message.find("name lies outside the archive"), std::string::npos)
+      << info.error().message;
+}
+
 // Formats LLVM recognizes but hotlink does not link are refused by their
 // magic, before LLVM's parser for them runs (XCOFF's read out of bounds).
 TEST(Malformed, FormatsHotlinkDoesNotLinkNeverReachLlvmsParsers) {
