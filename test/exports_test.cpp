@@ -362,6 +362,48 @@ TEST(Malformed, ArchiveMemberNamePastTheEndIsRefused) {
       << info.error().message;
 }
 
+// A DLL export whose name starts at the last byte of the file: LLVM finds
+// the name by its RVA and measures it with strlen, which runs past the end
+// (found by fuzzing). Refused as a name outside the file. Read from a
+// buffer padded past `size` (no NUL in the padding), so that LLVM's strlen
+// stays in memory and the refusal is hotlink's.
+TEST(Malformed, ExportNamePastTheEndOfTheFileIsRefused) {
+  test::Bytes dll = test::compile_so("x86_64-pc-windows-msvc",
+                                     "__declspec(dllexport) int f(void) { return 1; }\n"
+                                     "int _DllMainCRTStartup(void) { return 1; }");
+  ASSERT_GT(dll.size(), 0x40u);
+  auto u16 = [&](std::size_t o) { return std::uint16_t(dll[o] | dll[o + 1] << 8); };
+  auto u32 = [&](std::size_t o) { std::uint32_t v; std::memcpy(&v, &dll[o], 4); return v; };
+  std::size_t pe = u32(0x3c), opt = pe + 24, sections = opt + u16(pe + 20);
+  std::uint32_t export_rva = u32(opt + 112);
+  std::size_t header = 0, table = 0;
+  for (std::uint16_t i = 0; i < u16(pe + 6); ++i) {
+    std::size_t h = sections + 40 * std::size_t(i);
+    std::uint32_t va = u32(h + 12), raw_size = u32(h + 16), raw = u32(h + 20);
+    if (export_rva >= va && export_rva < va + raw_size)
+      header = h, table = raw + (export_rva - va);
+  }
+  ASSERT_NE(header, 0u) << "no section holds the export directory";
+  std::uint32_t va = u32(header + 12), raw_size = u32(header + 16), raw = u32(header + 20);
+  ASSERT_EQ(raw + raw_size, dll.size()) << "the export directory's section is expected to end the file";
+  ASSERT_GE(u32(table + 24), 1u) << "no named export";
+  std::uint32_t names = u32(table + 32); // AddressOfNames (RVA)
+  std::size_t first_name = raw + (names - va);
+
+  test::Bytes bad = dll;
+  std::uint32_t last = va + raw_size - 1;
+  std::memcpy(&bad[header + 8], &raw_size, 4); // VirtualSize covers the whole raw data
+  std::memcpy(&bad[first_name], &last, 4);     // the name starts at the file's last byte
+  bad.back() = 'x';
+  Padded p = padded(bad);
+  auto info = read_artifact(p.bytes.data(), p.size, "name.dll");
+  ASSERT_FALSE(info.ok());
+  EXPECT_EQ(info.error().code, ErrorCode::InvalidInput);
+  EXPECT_EQ(info.error().input, "name.dll");
+  EXPECT_NE(info.error().message.find("an export's name lies outside the file"), std::string::npos)
+      << info.error().message;
+}
+
 // Formats LLVM recognizes but hotlink does not link are refused by their
 // magic, before LLVM's parser for them runs (XCOFF's read out of bounds).
 TEST(Malformed, FormatsHotlinkDoesNotLinkNeverReachLlvmsParsers) {
