@@ -102,9 +102,13 @@ public:
     for (const Run &r : runs)
       if (r.run_type == Run::RT_Aggregate && r.aggregate_name == "median") {
         double t = r.GetAdjustedRealTime();
-        median[r.run_name.function_name] = t;
+        std::string name = r.run_name.function_name;
         if (!r.run_name.args.empty())
-          median[r.run_name.function_name + "/" + r.run_name.args] = t;
+          name += "/" + r.run_name.args;
+        median[r.run_name.function_name] = t;
+        median[name] = t;
+        for (const auto &[counter, value] : r.counters) // "name:counter"
+          median[name + ":" + counter] = value.value;
       }
     ConsoleReporter::ReportRuns(runs);
   }
