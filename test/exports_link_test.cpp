@@ -79,6 +79,44 @@ TEST(Policy, BadGlobIsNamed) {
   EXPECT_EQ(r.error().symbol, "--include");
 }
 
+// A short --export list is found by scanning the symbols, a long one (or a
+// policy that walks every symbol) through a hash table: both must pick the
+// same definition, a strong one over an earlier weak one, and refuse the
+// same missing name.
+TEST(Policy, ShortAndLongExportListsResolveAlike) {
+  auto symbol = [](std::string name, bool weak, bool function) {
+    Symbol s;
+    s.name = std::move(name);
+    s.defined = true;
+    s.weak = weak;
+    s.function = function;
+    s.data = !function;
+    return s;
+  };
+  ObjectInfo a, b;
+  a.symbols.push_back(symbol("f", /*weak=*/true, /*function=*/false)); // weak data first
+  b.symbols.push_back(symbol("f", /*weak=*/false, /*function=*/true)); // strong function wins
+  std::vector<std::string> many;
+  for (int i = 0; i < 20; ++i) {
+    many.push_back("g" + std::to_string(i));
+    b.symbols.push_back(symbol(many.back(), false, true));
+  }
+  for (bool long_list : {false, true}) {
+    std::vector<std::string> names = {"f"};
+    if (long_list)
+      names.insert(names.end(), many.begin(), many.end());
+    auto r = select_exports({a, b}, Format::ELF, Arch::X86_64, ExportPolicy::list(names));
+    ASSERT_TRUE(r.ok()) << r.error().to_string();
+    ASSERT_EQ(r->size(), names.size());
+    EXPECT_EQ((*r)[0].name, "f");
+    EXPECT_FALSE((*r)[0].data) << (long_list ? "long" : "short") << " list took the weak data definition";
+    names.push_back("missing");
+    auto bad = select_exports({a, b}, Format::ELF, Arch::X86_64, ExportPolicy::list(names));
+    ASSERT_FALSE(bad.ok());
+    EXPECT_EQ(bad.error().symbol, "missing");
+  }
+}
+
 TEST(Policy, HiddenSymbolsAreNeverExported) {
   Bytes obj = test::compile_c("x86_64-linux-gnu",
                               "__attribute__((visibility(\"hidden\"))) int secret(void){return 1;}\n"
