@@ -309,8 +309,9 @@ TEST(Malformed, ExportDirectoryClaimingMoreEntriesThanTheFileHoldsIsRefused) {
 // end of the archive: the last member may claim bytes the file does not
 // have (a truncated download), and a BSD long name ("#1/<length>") may
 // run past the end. Both are refused by name. The bytes are read from a
-// buffer with a tail of padding past `size`, so that what LLVM itself
-// touches past the archive is memory (the check under test is hotlink's).
+// buffer with a tail of padding past `size` (8 KiB of 'x', then a NUL that
+// ends any strlen), so that what LLVM itself touches past the end is
+// memory: the check under test is hotlink's, and ASan stays quiet.
 struct Padded {
   test::Bytes bytes;
   std::size_t size;
@@ -318,6 +319,7 @@ struct Padded {
 Padded padded(test::Bytes archive) {
   std::size_t size = archive.size();
   archive.resize(size + 8192, 'x');
+  archive.push_back('\0');
   return {std::move(archive), size};
 }
 
@@ -365,8 +367,8 @@ TEST(Malformed, ArchiveMemberNamePastTheEndIsRefused) {
 // A DLL export whose name starts at the last byte of the file: LLVM finds
 // the name by its RVA and measures it with strlen, which runs past the end
 // (found by fuzzing). Refused as a name outside the file. Read from a
-// buffer padded past `size` (no NUL in the padding), so that LLVM's strlen
-// stays in memory and the refusal is hotlink's.
+// padded buffer (see padded()), so that LLVM's strlen stays in memory and
+// the refusal is hotlink's.
 TEST(Malformed, ExportNamePastTheEndOfTheFileIsRefused) {
   test::Bytes dll = test::compile_so("x86_64-pc-windows-msvc",
                                      "__declspec(dllexport) int f(void) { return 1; }\n"
