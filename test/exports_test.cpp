@@ -267,28 +267,47 @@ TEST(Malformed, DynamicSegmentPastTheEndOfTheFileIsRefused) {
   EXPECT_NE(info.error().message.find("PT_DYNAMIC"), std::string::npos) << info.error().message;
 }
 
+// A DLL exporting f, with the file offsets of its export directory and of
+// the header of the section that holds it (0 if the fixture is not as
+// expected: a PE32+ image with an export directory).
+struct ExportingDll {
+  test::Bytes bytes;
+  std::size_t table = 0, section = 0;
+  std::uint32_t u32(std::size_t o) const {
+    std::uint32_t v;
+    std::memcpy(&v, &bytes[o], 4);
+    return v;
+  }
+  std::uint16_t u16(std::size_t o) const { return std::uint16_t(bytes[o] | bytes[o + 1] << 8); }
+};
+ExportingDll exporting_dll() {
+  ExportingDll d;
+  d.bytes = test::compile_so("x86_64-pc-windows-msvc",
+                             "__declspec(dllexport) int f(void) { return 1; }\n"
+                             "int _DllMainCRTStartup(void) { return 1; }");
+  if (d.bytes.size() < 0x40)
+    return d;
+  std::size_t pe = d.u32(0x3c), opt = pe + 24, sections = opt + d.u16(pe + 20);
+  std::uint32_t export_rva = d.u32(opt + 112); // data directory 0
+  if (d.u16(opt) != 0x20b || export_rva == 0)
+    return d;
+  for (std::uint16_t i = 0; i < d.u16(pe + 6); ++i) {
+    std::size_t h = sections + 40 * std::size_t(i);
+    std::uint32_t va = d.u32(h + 12), raw_size = d.u32(h + 16), raw = d.u32(h + 20);
+    if (export_rva >= va && export_rva < va + raw_size)
+      d.section = h, d.table = raw + (export_rva - va);
+  }
+  return d;
+}
+
 // A DLL's export directory claiming ~2^30 entries: LLVM iterates that many
 // (minutes of reading far past the file; found by fuzzing). Refused before
 // the walk, as more entries than the file could hold.
 TEST(Malformed, ExportDirectoryClaimingMoreEntriesThanTheFileHoldsIsRefused) {
-  test::Bytes dll = test::compile_so("x86_64-pc-windows-msvc",
-                                     "__declspec(dllexport) int f(void) { return 1; }\n"
-                                     "int _DllMainCRTStartup(void) { return 1; }");
-  ASSERT_GT(dll.size(), 0x40u);
-  auto u16 = [&](std::size_t o) { return std::uint16_t(dll[o] | dll[o + 1] << 8); };
-  auto u32 = [&](std::size_t o) { std::uint32_t v; std::memcpy(&v, &dll[o], 4); return v; };
-  std::size_t pe = u32(0x3c), opt = pe + 24;
-  ASSERT_EQ(u16(opt), 0x20b) << "expected a PE32+ image";
-  std::uint32_t export_rva = u32(opt + 112); // data directory 0
-  ASSERT_NE(export_rva, 0u) << "the fixture exports nothing";
-  std::size_t sections = pe + 24 + u16(pe + 20), table = 0;
-  for (std::uint16_t i = 0; i < u16(pe + 6); ++i) {
-    std::size_t h = sections + 40 * std::size_t(i);
-    std::uint32_t va = u32(h + 12), raw_size = u32(h + 16), raw = u32(h + 20);
-    if (export_rva >= va && export_rva < va + raw_size)
-      table = raw + (export_rva - va);
-  }
-  ASSERT_NE(table, 0u) << "no section holds the export directory";
+  ExportingDll d = exporting_dll();
+  ASSERT_NE(d.table, 0u) << "the fixture is not a PE32+ DLL with an export directory";
+  const test::Bytes &dll = d.bytes;
+  std::size_t table = d.table;
   auto good = read_artifact(dll.data(), dll.size(), "good.dll");
   ASSERT_TRUE(good.ok()) << good.error().to_string();
   EXPECT_EQ(good.value().exports, std::vector<std::string>{"f"});
@@ -370,22 +389,11 @@ TEST(Malformed, ArchiveMemberNamePastTheEndIsRefused) {
 // padded buffer (see padded()), so that LLVM's strlen stays in memory and
 // the refusal is hotlink's.
 TEST(Malformed, ExportNamePastTheEndOfTheFileIsRefused) {
-  test::Bytes dll = test::compile_so("x86_64-pc-windows-msvc",
-                                     "__declspec(dllexport) int f(void) { return 1; }\n"
-                                     "int _DllMainCRTStartup(void) { return 1; }");
-  ASSERT_GT(dll.size(), 0x40u);
-  auto u16 = [&](std::size_t o) { return std::uint16_t(dll[o] | dll[o + 1] << 8); };
-  auto u32 = [&](std::size_t o) { std::uint32_t v; std::memcpy(&v, &dll[o], 4); return v; };
-  std::size_t pe = u32(0x3c), opt = pe + 24, sections = opt + u16(pe + 20);
-  std::uint32_t export_rva = u32(opt + 112);
-  std::size_t header = 0, table = 0;
-  for (std::uint16_t i = 0; i < u16(pe + 6); ++i) {
-    std::size_t h = sections + 40 * std::size_t(i);
-    std::uint32_t va = u32(h + 12), raw_size = u32(h + 16), raw = u32(h + 20);
-    if (export_rva >= va && export_rva < va + raw_size)
-      header = h, table = raw + (export_rva - va);
-  }
-  ASSERT_NE(header, 0u) << "no section holds the export directory";
+  ExportingDll d = exporting_dll();
+  ASSERT_NE(d.table, 0u) << "the fixture is not a PE32+ DLL with an export directory";
+  const test::Bytes &dll = d.bytes;
+  std::size_t header = d.section, table = d.table;
+  auto u32 = [&](std::size_t o) { return d.u32(o); };
   std::uint32_t va = u32(header + 12), raw_size = u32(header + 16), raw = u32(header + 20);
   ASSERT_EQ(raw + raw_size, dll.size()) << "the export directory's section is expected to end the file";
   ASSERT_GE(u32(table + 24), 1u) << "no named export";
