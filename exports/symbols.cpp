@@ -265,6 +265,9 @@ public:
   virtual ~ElfSymbols() = default;
   virtual std::optional<StringRef> name(DataRefImpl d) = 0;
   virtual std::optional<std::uint64_t> section_index(DataRefImpl d, std::size_t sections) = 0;
+  // How many entries the symbol table of `d` has (0 if it is unreadable):
+  // a count the file backs, unlike iterating, which trusts a header's.
+  virtual std::size_t table_size(DataRefImpl d) = 0;
 };
 
 template <class ELFT> class ElfSymbolsOf final : public ElfSymbols {
@@ -289,6 +292,10 @@ public:
     if (ix == ELF::SHN_UNDEF || ix >= ELF::SHN_LORESERVE || ix >= sections)
       return std::nullopt;
     return ix;
+  }
+  std::size_t table_size(DataRefImpl d) override {
+    get(d);
+    return syms_.size();
   }
 
 private:
@@ -335,19 +342,34 @@ std::unique_ptr<ElfSymbols> elf_symbols(const SymbolicFile &f) {
   return nullptr;
 }
 
+// Touches every section's contents so that a truncated or corrupt file (or
+// archive member) is caught here with its name, rather than inside the
+// linker; it also means every table collect() walks lies inside the file.
+std::optional<Error> check_sections(const ObjectFile &obj, const std::string &name,
+                                    const std::string &member) {
+  for (const SectionRef &sec : obj.sections()) {
+    auto contents = sec.getContents();
+    if (!contents && !sec.isBSS())
+      return invalid(name, (member.empty() ? std::string() : "archive member '" + member + "': ") +
+                               "truncated or corrupt section: " + message_of(contents.takeError()));
+    if (!contents)
+      consumeError(contents.takeError());
+  }
+  return std::nullopt;
+}
+
 // Appends the global and undefined symbols of one symbolic file.
 Expected<bool> collect(const SymbolicFile &f, const std::string &member,
                        const std::string &name, std::vector<Symbol> &out) {
   auto *obj = dyn_cast<ObjectFile>(&f);
   const SectionTable sections(obj);
   std::unique_ptr<ElfSymbols> elf = elf_symbols(f);
-  {
+  if (elf && f.symbol_begin() != f.symbol_end()) {
     // One allocation instead of a doubling series (each step moves every
-    // Symbol): count first, the iteration is cheap.
-    std::size_t n = 0;
-    for (auto it = f.symbol_begin(), e = f.symbol_end(); it != e; ++it)
-      ++n;
-    out.reserve(out.size() + n);
+    // Symbol). The count is the table's, which lies inside the file; never
+    // count by iterating: a hostile header can claim 2^32 symbols (found by
+    // fuzzing: minutes spent counting).
+    out.reserve(out.size() + elf->table_size(f.symbol_begin()->getRawDataRefImpl()));
   }
   for (const BasicSymbolRef &s : f.symbols()) {
     auto flags = s.getFlags();
@@ -642,6 +664,9 @@ Expected<ObjectInfo> read_object_unguarded(const void *data, std::size_t size,
       auto *sf = dyn_cast<SymbolicFile>(child->get());
       if (!sf)
         continue;
+      if (auto *o = dyn_cast<ObjectFile>(sf))
+        if (auto e = check_sections(*o, name, member))
+          return *e;
       auto d = describe(*sf, name);
       if (!d)
         return d.take_error();
@@ -683,16 +708,8 @@ Expected<ObjectInfo> read_object_unguarded(const void *data, std::size_t size,
     return invalid(name, "unsupported object format");
   if (info.kind != FileKind::Object)
     return invalid(name, "this is a linked image, not a relocatable object");
-  // Touch every section header so that a truncated file is caught here with
-  // its name, rather than inside the linker.
-  for (const SectionRef &sec : obj->sections()) {
-    auto contents = sec.getContents();
-    if (!contents && !sec.isBSS())
-      return invalid(name, "truncated or corrupt section: " +
-                               message_of(contents.takeError()));
-    if (!contents)
-      consumeError(contents.takeError());
-  }
+  if (auto e = check_sections(*obj, name, {}))
+    return *e;
   auto ok = collect(*obj, {}, name, info.symbols);
   if (!ok)
     return ok.take_error();
