@@ -21,6 +21,7 @@
 #include "linker/service.h"
 #include "loader/loader.h"
 
+#include "lld/Common/Driver.h"
 #include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"
 #include "llvm/ExecutionEngine/Orc/LLJIT.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -36,6 +37,8 @@
 #include <cstdio>
 #include <fstream>
 #include <future>
+
+LLD_HAS_DRIVER(elf)
 
 namespace {
 
@@ -203,6 +206,28 @@ void BM_OrcLLJIT(benchmark::State &state) {
   }
 }
 
+// lld alone on the small kernel: lld::lldMain called directly on this
+// thread, the object already in a file, the image built in memory and
+// written to /dev/null. Back to back, and with the thread sleeping 100 us
+// before each link (untimed), as a real caller's lld thread sleeps between
+// links: on a VM an idle vCPU comes back with cold caches.
+void BM_LldAlone(benchmark::State &state) {
+  bool sleep_first = state.range(0) != 0;
+  std::string obj = g_scratch + "/lld-alone.o";
+  std::ofstream(obj, std::ios::binary)
+      .write(reinterpret_cast<const char *>(g_objects[0].data()), static_cast<std::streamsize>(g_objects[0].size()));
+  std::vector<const char *> argv = {"ld.lld", "-shared", "--threads=1", "-o", "/dev/null", obj.c_str()};
+  for (auto _ : state) {
+    if (sleep_first)
+      usleep(100);
+    auto t0 = Clock::now();
+    lld::Result r = lld::lldMain(argv, llvm::nulls(), llvm::nulls(), {{lld::Gnu, &lld::elf::link}});
+    state.SetIterationTime(seconds_since(t0));
+    if (r.retCode != 0 || !r.canRunAgain)
+      return state.SkipWithError("lld failed");
+  }
+}
+
 // 64 links of the ~150 KB object submitted at once, through `workers`
 // worker processes (0 = in-process, serialized). Time for all 64.
 void BM_Throughput64(benchmark::State &state) {
@@ -232,6 +257,7 @@ BENCHMARK(BM_LdLldProcess) SIZES;
 BENCHMARK(BM_CcShared) SIZES;
 BENCHMARK(BM_OrcLLJIT) SIZES;
 BENCHMARK(BM_HotlinkCacheHit) SIZES;
+BENCHMARK(BM_LldAlone)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseManualTime();
 BENCHMARK(BM_Throughput64)->Arg(0)->Arg(1)->Arg(2)->Arg(4)->Unit(benchmark::kMillisecond)->UseManualTime();
 
 std::string fmt(const char *f, double v) {
@@ -311,6 +337,11 @@ int main(int argc, char **argv) {
           fmt("%.1f×", ld0 / lld0) + " faster than the `ld.lld` process and would still take " +
           fmt("%.1f×", lld0 / orc0) + " ORC's time: on this machine the first two goals are out of reach "
           "of any design that links with lld. (ORC links in memory and writes no shared object.)\n";
+  double warm = m["BM_LldAlone/0"], slept = m["BM_LldAlone/1"];
+  if (warm > 0 && slept > 0)
+    md += "\nlld alone on the small kernel (`lld::lldMain` called directly, image to /dev/null): " +
+          fmt("%.3f ms", warm) + " back to back, " + fmt("%.3f ms", slept) +
+          " when its thread slept 100 µs before each link, as an lld thread between a JIT's links does.\n";
   md += "\n### Throughput: 64 links of the ~150 KB object submitted at once\n\n";
   md += "| where | time for 64 | links per second |\n|---|---|---|\n";
   for (int w : {0, 1, 2, 4}) {
