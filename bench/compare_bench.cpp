@@ -330,18 +330,19 @@ int main(int argc, char **argv) {
         fmt("%.3f ms", orc0) + ", " + verdict(hit0 < orc0) + "\n";
   md += "- never slower than the `ld.lld` process path at any size: " + std::string(verdict(never_slower)) + "\n";
   double lld0 = m["BM_HotlinkInProcess/0:lld_ms"];
-  if (lld0 > 0)
-    md += "\nOf hotlink's " + fmt("%.3f ms", hl0) + " for the small kernel, " + fmt("%.3f ms", lld0) +
-          " is the lld call (on the lld thread, until its output is handed over). With nothing around "
-          "it, a link that calls lld in-process could be at most " +
-          fmt("%.1f×", ld0 / lld0) + " faster than the `ld.lld` process and would still take " +
-          fmt("%.1f×", lld0 / orc0) + " ORC's time: on this machine the first two goals are out of reach "
-          "of any design that links with lld. (ORC links in memory and writes no shared object.)\n";
   double warm = m["BM_LldAlone/0"], slept = m["BM_LldAlone/1"];
-  if (warm > 0 && slept > 0)
-    md += "\nlld alone on the small kernel (`lld::lldMain` called directly, image to /dev/null): " +
-          fmt("%.3f ms", warm) + " back to back, " + fmt("%.3f ms", slept) +
-          " when its thread slept 100 µs before each link, as an lld thread between a JIT's links does.\n";
+  if (lld0 > 0 && warm > 0 && slept > 0)
+    md += "\nWhere the small kernel's time goes: of hotlink's " + fmt("%.3f ms", hl0) + ", " +
+          fmt("%.3f ms", lld0) +
+          " is the lld call as hotlink makes it (handed to the lld thread, the image back through a "
+          "FIFO). lld alone (`lld::lldMain` called directly, image to /dev/null) takes " +
+          fmt("%.3f ms", slept) + " when its thread slept 100 µs before the link, as an lld thread "
+          "between a JIT's links does, and " + fmt("%.3f ms", warm) +
+          " back to back. With nothing around lld, a link could be at most " + fmt("%.1f×", ld0 / slept) +
+          " faster than the `ld.lld` process (" + fmt("%.1f×", ld0 / warm) +
+          " only on a thread that never sleeps between links, i.e. spins on a core) and would take " +
+          fmt("%.1f×", slept / orc0) + " ORC's time (" + fmt("%.1f×", warm / orc0) +
+          " back to back). ORC links in memory and writes no shared object.\n";
   md += "\n### Throughput: 64 links of the ~150 KB object submitted at once\n\n";
   md += "| where | time for 64 | links per second |\n|---|---|---|\n";
   for (int w : {0, 1, 2, 4}) {
