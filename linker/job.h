@@ -82,6 +82,8 @@ bool in_process_usable();
 // Wire format between the service and hotlink-ld: length-prefixed fields.
 std::string encode(const Job &job);
 bool decode(const std::string &bytes, Job &job);
+// A job frame written by another version of hotlink (a mismatched worker).
+bool is_job_of_another_version(const std::string &bytes);
 std::string encode(const JobOutput &out);
 bool decode(const std::string &bytes, JobOutput &out);
 

@@ -61,7 +61,8 @@ struct Reader {
   }
 };
 
-constexpr std::uint64_t kJobMagic = 0x31626f6a6b6c6800ull;    // "\0hlkjob1"
+// The last byte is the format's version: 2 added Job::output_hint.
+constexpr std::uint64_t kJobMagic = 0x32626f6a6b6c6800ull;    // "\0hlkjob2"
 constexpr std::uint64_t kOutputMagic = 0x3174756f6b6c6800ull; // "\0hlkout1"
 
 } // namespace
@@ -85,6 +86,11 @@ std::string encode(const Job &job) {
   w.str(job.implib_name);
   w.num(job.output_hint);
   return std::move(w.s);
+}
+
+bool is_job_of_another_version(const std::string &bytes) {
+  return bytes.size() >= 8 && bytes.compare(0, 7, std::string("\0hlkjob", 7)) == 0 &&
+         static_cast<unsigned char>(bytes[7]) != static_cast<unsigned char>(kJobMagic >> 56);
 }
 
 bool decode(const std::string &bytes, Job &job) {

@@ -235,7 +235,10 @@ int worker_main() {
       return 0; // the service closed the pipe
     Job job;
     JobOutput out;
-    if (!decode(frame, job))
+    if (is_job_of_another_version(frame))
+      out.setup_error = "the worker (hotlink-ld) is from another version of hotlink than the "
+                        "library that sent the job; install the hotlink-ld built with it";
+    else if (!decode(frame, job))
       out.setup_error = "the worker received a garbled job";
     else
       out = run_in_process(job);

@@ -2,6 +2,7 @@
 // was asked, the artifact is the right kind and arch, and every bad input is
 // refused with an error that names it, leaving nothing behind.
 #include "exports/symbols.h"
+#include "linker/job.h" // internal: the service <-> worker wire format
 #include "linker/linker.h"
 #include "linker/service.h"
 #include "test/support.h"
@@ -397,6 +398,42 @@ TEST(Host, LargeLinksDoNotPileUpLldsThreadLocals) {
   // retires after 16 MB of input, so at most ~36 MB is held at any time.
   EXPECT_LE(after15 - after3, 56 * 1024)
       << "RSS after 3 links: " << after3 << " KiB, after 15: " << after15 << " KiB";
+}
+
+// The frame the service sends a worker carries every field (borrowed input
+// bytes included); a frame from another hotlink version is recognized as
+// such (a mismatched hotlink-ld says so instead of "garbled"), and a cut
+// frame is refused.
+TEST(Wire, JobRoundTripsAndAnotherVersionIsRecognized) {
+  using namespace detail;
+  std::vector<std::uint8_t> input = {0x7f, 'E', 'L', 'F', 0, 1};
+  Job job;
+  job.flavor = "ld.lld";
+  job.args = {Arg{"-o", true, "out.so"}, Arg{"--threads=1", false, {}}};
+  job.files.push_back(JobFile::own("exports.ver", {'{', '}'}));
+  job.files.push_back(JobFile::borrow("in0-k.o", input));
+  job.output_name = "out.so";
+  job.output_hint = 123456789;
+  std::string frame = encode(job);
+  Job back;
+  ASSERT_TRUE(decode(frame, back));
+  EXPECT_EQ(back.flavor, "ld.lld");
+  ASSERT_EQ(back.args.size(), 2u);
+  EXPECT_TRUE(back.args[0].in_workdir);
+  EXPECT_EQ(back.args[0].after, "out.so");
+  ASSERT_EQ(back.files.size(), 2u);
+  EXPECT_EQ(back.files[1].name, "in0-k.o");
+  EXPECT_EQ(back.files[1].bytes(), input);
+  EXPECT_EQ(back.output_hint, 123456789u);
+  EXPECT_FALSE(is_job_of_another_version(frame));
+
+  std::string older = frame;
+  older[7] = '1'; // "\0hlkjob1": before output_hint
+  EXPECT_TRUE(is_job_of_another_version(older));
+  EXPECT_FALSE(decode(older, back));
+  std::string cut = frame.substr(0, frame.size() - 3);
+  EXPECT_FALSE(is_job_of_another_version(cut));
+  EXPECT_FALSE(decode(cut, back));
 }
 
 TEST(Host, ForkedChildCanLink) {
