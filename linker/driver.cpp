@@ -187,48 +187,6 @@ struct SavedSignals {
   }
 };
 
-// A private scratch directory, on tmpfs when the machine has one.
-std::string make_scratch(std::string &error) {
-  const char *env = std::getenv("HOTLINK_TMPDIR");
-  std::vector<std::string> bases;
-  if (env && *env)
-    bases.push_back(env);
-  bases.push_back("/dev/shm");
-  if (const char *t = std::getenv("TMPDIR"))
-    bases.push_back(t);
-  bases.push_back("/tmp");
-  for (const std::string &b : bases) {
-    std::string templ = b + "/hotlink-XXXXXX";
-    std::vector<char> buf(templ.begin(), templ.end());
-    buf.push_back('\0');
-    if (mkdtemp(buf.data()))
-      return buf.data();
-    error = "cannot create a scratch directory in " + b + ": " +
-            std::strerror(errno);
-  }
-  return {};
-}
-
-// Removes a scratch directory and everything in it, FIFOs included
-// (llvm::sys::fs::remove_directories leaves those behind).
-void remove_tree(const std::string &dir) {
-  if (DIR *d = ::opendir(dir.c_str())) {
-    while (struct dirent *e = ::readdir(d)) {
-      std::string name = e->d_name;
-      if (name == "." || name == "..")
-        continue;
-      std::string path = dir + "/" + name;
-      struct stat st;
-      if (::lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
-        remove_tree(path);
-      else
-        ::unlink(path.c_str());
-    }
-    ::closedir(d);
-  }
-  ::rmdir(dir.c_str());
-}
-
 bool write_file(const std::string &path, const std::vector<std::uint8_t> &b) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0)
@@ -296,6 +254,45 @@ std::vector<std::uint8_t> read_fifo(const std::string &path, std::uint64_t hint)
 }
 
 } // namespace
+
+std::string make_scratch(std::string &error, const char *prefix) {
+  const char *env = std::getenv("HOTLINK_TMPDIR");
+  std::vector<std::string> bases;
+  if (env && *env)
+    bases.push_back(env);
+  bases.push_back("/dev/shm");
+  if (const char *t = std::getenv("TMPDIR"))
+    bases.push_back(t);
+  bases.push_back("/tmp");
+  for (const std::string &b : bases) {
+    std::string templ = b + "/" + prefix + "-XXXXXX";
+    std::vector<char> buf(templ.begin(), templ.end());
+    buf.push_back('\0');
+    if (mkdtemp(buf.data()))
+      return buf.data();
+    error = "cannot create a scratch directory in " + b + ": " +
+            std::strerror(errno);
+  }
+  return {};
+}
+
+void remove_tree(const std::string &dir) {
+  if (DIR *d = ::opendir(dir.c_str())) {
+    while (struct dirent *e = ::readdir(d)) {
+      std::string name = e->d_name;
+      if (name == "." || name == "..")
+        continue;
+      std::string path = dir + "/" + name;
+      struct stat st;
+      if (::lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+        remove_tree(path);
+      else
+        ::unlink(path.c_str());
+    }
+    ::closedir(d);
+  }
+  ::rmdir(dir.c_str());
+}
 
 bool in_process_usable() { return g_usable.load(); }
 

@@ -73,6 +73,14 @@ struct JobOutput {
   bool not_run = false;    // in-process lld was already unusable: run elsewhere
 };
 
+// A private scratch directory named PREFIX-XXXXXX in $HOTLINK_TMPDIR, else
+// /dev/shm, else $TMPDIR, else /tmp; empty (and `error` set) if none can be
+// made.
+std::string make_scratch(std::string &error, const char *prefix = "hotlink");
+// Removes a directory and everything in it, FIFOs and sockets included
+// (llvm::sys::fs::remove_directories leaves those behind).
+void remove_tree(const std::string &dir);
+
 // Runs lld in this process under the process-wide lock.
 JobOutput run_in_process(const Job &job);
 

@@ -5,6 +5,7 @@
 #include "llvm/Support/Program.h"
 
 #include <boost/process/child.hpp>
+#include <boost/process/env.hpp>
 #include <boost/process/io.hpp>
 #include <boost/process/pipe.hpp>
 
@@ -114,6 +115,11 @@ void set_cloexec(int fd) { ::fcntl(fd, F_SETFD, ::fcntl(fd, F_GETFD) | FD_CLOEXE
 struct Worker::Process {
   bp::pipe to_child, from_child;
   bp::child child;
+  // The worker makes its scratch directories in here (its HOTLINK_TMPDIR).
+  // A worker that is killed mid-link (a timeout, a crash) cannot remove
+  // what it was writing, often the inputs on tmpfs; this process removes
+  // the whole directory once the worker is gone.
+  std::string scratch;
 };
 
 Expected<std::unique_ptr<Worker>> Worker::start(const std::string &exe) {
@@ -123,13 +129,22 @@ Expected<std::unique_ptr<Worker>> Worker::start(const std::string &exe) {
   for (int fd : {p.to_child.native_source(), p.to_child.native_sink(),
                  p.from_child.native_source(), p.from_child.native_sink()})
     set_cloexec(fd);
+  std::string why;
+  p.scratch = make_scratch(why, "hotlink-worker");
+  if (p.scratch.empty())
+    return make_error(ErrorCode::WorkerFailed, "cannot start the link worker: " + why, exe, {},
+                      "make /dev/shm, $TMPDIR or /tmp writable, or set HOTLINK_TMPDIR");
   std::error_code ec;
+  bp::environment env = boost::this_process::environment();
+  env["HOTLINK_TMPDIR"] = p.scratch;
   p.child = bp::child(exe, "--worker", bp::std_in < p.to_child,
-                      bp::std_out > p.from_child, bp::std_err > bp::null, ec);
-  if (ec || !p.child.valid())
+                      bp::std_out > p.from_child, bp::std_err > bp::null, env, ec);
+  if (ec || !p.child.valid()) {
+    remove_tree(p.scratch);
     return make_error(ErrorCode::WorkerFailed,
                       "cannot start the link worker: " + ec.message(), exe, {},
                       "build hotlink-ld, or point HOTLINK_WORKER at it");
+  }
   w->alive_ = true;
   return w;
 }
@@ -146,6 +161,7 @@ Worker::~Worker() {
   }
   if (proc_->child.valid() && proc_->child.joinable())
     proc_->child.wait(ec);
+  remove_tree(proc_->scratch); // the worker is gone: nothing writes there now
 }
 
 Expected<JobOutput> Worker::run(const Job &job,

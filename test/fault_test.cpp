@@ -95,30 +95,44 @@ std::vector<pid_t> worker_pids() {
 }
 
 TEST(Fault, WorkerKilledMidLinkIsAnErrorAndTheNextLinkSucceeds) {
-  LinkService service(ServiceConfig{1, {}});
-  std::string dir = test::temp_dir();
-  LinkRequest warm = request(kernel(2));
-  warm.execution = Execution::Isolated;
-  ASSERT_TRUE(service.link(warm).ok());
-  std::vector<pid_t> workers = worker_pids();
-  ASSERT_EQ(workers.size(), 1u);
+  // Workers make their scratch directories under the service's
+  // HOTLINK_TMPDIR; a killed worker's (its inputs, on tmpfs) must not stay.
+  std::string scratch = test::temp_dir();
+  setenv("HOTLINK_TMPDIR", scratch.c_str(), 1);
+  struct Unset {
+    ~Unset() { unsetenv("HOTLINK_TMPDIR"); }
+  } unset;
+  {
+    LinkService service(ServiceConfig{1, {}});
+    std::string dir = test::temp_dir();
+    LinkRequest warm = request(kernel(2));
+    warm.execution = Execution::Isolated;
+    ASSERT_TRUE(service.link(warm).ok());
+    std::vector<pid_t> workers = worker_pids();
+    ASSERT_EQ(workers.size(), 1u);
 
-  LinkRequest req = request(big_object(), dir + "/big.so");
-  req.execution = Execution::Isolated;
-  auto pending = service.submit(req);
-  std::this_thread::sleep_for(std::chrono::milliseconds(40));
-  ASSERT_EQ(::kill(workers[0], SIGKILL), 0);
-  LinkResult r = pending.get();
-  ASSERT_FALSE(r.ok()) << "the link finished before the worker was killed";
-  EXPECT_EQ(r.error->code, ErrorCode::WorkerFailed) << r.error->to_string();
-  EXPECT_NE(r.error->message.find("signal 9"), std::string::npos) << r.error->message;
-  EXPECT_EQ(files_in(dir).size(), 0u) << "a killed link left " << files_in(dir)[0];
+    LinkRequest req = request(big_object(), dir + "/big.so");
+    req.execution = Execution::Isolated;
+    auto pending = service.submit(req);
+    // Kill it once it has started writing the 7 MB input to its scratch
+    // directory (or after 2 s: then the test says the link won the race).
+    for (int i = 0; i < 2000 && test::count_with(files_in(scratch), "in0-") == 0; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    ASSERT_EQ(::kill(workers[0], SIGKILL), 0);
+    LinkResult r = pending.get();
+    ASSERT_FALSE(r.ok()) << "the link finished before the worker was killed";
+    EXPECT_EQ(r.error->code, ErrorCode::WorkerFailed) << r.error->to_string();
+    EXPECT_NE(r.error->message.find("signal 9"), std::string::npos) << r.error->message;
+    EXPECT_EQ(files_in(dir).size(), 0u) << "a killed link left " << files_in(dir)[0];
+    EXPECT_EQ(files_in(scratch).size(), 0u) << "the killed worker left " << files_in(scratch)[0];
 
-  LinkResult again = service.link(req);
-  ASSERT_TRUE(again.ok()) << again.error->to_string();
-  EXPECT_EQ(again.executed_by, "worker");
-  EXPECT_TRUE(test::exists(dir + "/big.so"));
-  EXPECT_EQ(service.stats().workers_lost, 1u);
+    LinkResult again = service.link(req);
+    ASSERT_TRUE(again.ok()) << again.error->to_string();
+    EXPECT_EQ(again.executed_by, "worker");
+    EXPECT_TRUE(test::exists(dir + "/big.so"));
+    EXPECT_EQ(service.stats().workers_lost, 1u);
+  }
+  EXPECT_EQ(test::count_entries(scratch), 0u) << "a worker's scratch directory outlived the service";
 }
 
 TEST(Fault, OutputDirectoryRemovedMidLinkIsAnOutputError) {
