@@ -234,7 +234,7 @@ struct SectionProps {
 
 class SectionTable {
 public:
-  explicit SectionTable(const ObjectFile *obj) : obj_(obj) {
+  explicit SectionTable(const ObjectFile *obj) {
     if (!obj)
       return;
     for (const SectionRef &sec : obj->sections()) {
@@ -249,7 +249,6 @@ public:
   std::size_t size() const { return props_.size(); }
 
 private:
-  const ObjectFile *obj_;
   std::vector<SectionProps> props_;
 };
 
