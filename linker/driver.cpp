@@ -45,7 +45,7 @@ std::atomic<bool> g_usable{true};  // false once lld said it cannot run again
 // The thread lld runs on. lld's makeThreadLocal allocators are thread_local
 // and survive CommonLinkerContext::destroy(): every link leaves its
 // thread-local objects behind until the thread ends (measured: ~1.15 KB for
-// a small kernel, ~3.8 MB for the 20 MB benchmark object, about a fifth of
+// a small kernel, ~3.6 MB for the 20 MB benchmark object, about a fifth of
 // the input; lld's per-symbol and per-section objects bound it at a few
 // times the input's size). A thread per link frees them but pays for new
 // allocator arenas and page faults each time (measured: lld's 0.42 ms
@@ -250,6 +250,8 @@ std::vector<std::uint8_t> read_fifo(const std::string &path, std::uint64_t hint)
   }
   ::close(fd);
   bytes.resize(used);
+  if (bytes.capacity() - used > used / 2 + (64u << 10))
+    bytes.shrink_to_fit(); // the inputs overstated it (e.g. archives): do not hold the rest
   return bytes;
 }
 
@@ -368,8 +370,8 @@ JobOutput run_in_process(const Job &job) {
         hold = ::open(output.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
       if (hold >= 0)
         ::close(hold);
-    }, job.output_hint);
-    out.artifact = read_fifo(output, job.output_hint);
+    }, job.input_bytes);
+    out.artifact = read_fifo(output, job.input_bytes);
     runner.wait();
     out.link_ms = std::chrono::duration<double, std::milli>(
                       std::chrono::steady_clock::now() - t0)

@@ -54,8 +54,10 @@ struct Job {
   // Files to create in the workdir before the link (in-memory inputs,
   // support objects, export lists).
   std::vector<JobFile> files;
-  // The size the output is expected to have, a hint for reading it.
-  std::uint64_t output_hint = 0;
+  // The inputs' total size: what the buffer for lld's output is sized from
+  // (an image is usually about its inputs' size), and what counts toward
+  // retiring the lld thread (its thread-locals grow with it).
+  std::uint64_t input_bytes = 0;
   std::string output_name; // lld's output, relative to the workdir
   std::string implib_name; // COFF import library to return, if any
   // Paths as lld will print them -> the names the user knows them by.

@@ -110,7 +110,7 @@ Expected<Plan> plan_link(const LinkRequest &req, Timings &timings, bool digest_i
       return info.take_error();
     if (digest_inputs)
       plan.input_digests.push_back(cache::KeyBuilder::digest(data, size));
-    plan.job.output_hint += size; // an output is usually about its inputs' size
+    plan.job.input_bytes += size;
     l.info = std::move(info.value());
     loaded.push_back(std::move(l));
   }

@@ -61,7 +61,7 @@ struct Reader {
   }
 };
 
-// The last byte is the format's version: 2 added Job::output_hint.
+// The last byte is the format's version: 2 added Job::input_bytes.
 constexpr std::uint64_t kJobMagic = 0x32626f6a6b6c6800ull;    // "\0hlkjob2"
 constexpr std::uint64_t kOutputMagic = 0x3174756f6b6c6800ull; // "\0hlkout1"
 
@@ -84,7 +84,7 @@ std::string encode(const Job &job) {
   }
   w.str(job.output_name);
   w.str(job.implib_name);
-  w.num(job.output_hint);
+  w.num(job.input_bytes);
   return std::move(w.s);
 }
 
@@ -111,7 +111,7 @@ bool decode(const std::string &bytes, Job &job) {
   }
   job.output_name = r.str();
   job.implib_name = r.str();
-  job.output_hint = r.num();
+  job.input_bytes = r.num();
   return r.ok && r.pos == bytes.size();
 }
 
