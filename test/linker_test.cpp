@@ -398,6 +398,7 @@ TEST(Host, LargeLinksDoNotPileUpLldsThreadLocals) {
   // retires after 16 MB of input, so at most ~36 MB is held at any time.
   EXPECT_LE(after15 - after3, 56 * 1024)
       << "RSS after 3 links: " << after3 << " KiB, after 15: " << after15 << " KiB";
+  RecordProperty("rss_growth_links_3_to_15_kib", std::to_string(after15 - after3));
 }
 
 // The frame the service sends a worker carries every field (borrowed input
