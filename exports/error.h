@@ -49,7 +49,8 @@ const char *to_string(ErrorCode code);
 struct Error {
   ErrorCode code = ErrorCode::Internal;
   std::string message; // what failed
-  std::string input;   // the input (name or path) that caused it, if any
+  std::string input;   // the input (name or path) that caused it, if any;
+                       // for OutputError, the output
   std::string symbol;  // the symbol or flag that caused it, if any
   std::string hint;    // what to do about it
 

@@ -4,6 +4,8 @@
 #include "llvm/BinaryFormat/COFF.h"
 #include "llvm/BinaryFormat/ELF.h"
 #include "llvm/BinaryFormat/MachO.h"
+#include "llvm/Bitcode/BitcodeReader.h"
+#include "llvm/LTO/LTO.h"
 #include "llvm/Object/Archive.h"
 #include "llvm/Object/COFF.h"
 #include "llvm/Object/COFFImportFile.h"
@@ -64,7 +66,7 @@ std::string Error::to_string() const {
   s += hotlink::to_string(code);
   s += "]: ";
   if (!input.empty())
-    s += "input '" + input + "': ";
+    s += (code == ErrorCode::OutputError ? "output '" : "input '") + input + "': ";
   if (!symbol.empty())
     s += "'" + symbol + "': ";
   s += message;
@@ -194,6 +196,7 @@ bool readable_magic(StringRef bytes) {
   case file_magic::macho_dynamically_linked_shared_lib:
   case file_magic::macho_bundle:
   case file_magic::wasm_object:
+  case file_magic::bitcode:
     return true;
   default:
     return false;
@@ -622,18 +625,96 @@ void collect_default_libs(const ObjectFile &obj, std::vector<std::string> &out) 
 
 namespace {
 
+Format format_of_triple(const Triple &t) {
+  switch (t.getObjectFormat()) {
+  case Triple::ELF: return Format::ELF;
+  case Triple::COFF: return Format::COFF;
+  case Triple::MachO: return Format::MachO;
+  case Triple::Wasm: return Format::Wasm;
+  default: return Format::Unknown;
+  }
+}
+
+std::string where(const std::string &name, const std::string &member) {
+  return member.empty() ? name : name + "(" + member + ")";
+}
+
+// LLVM bitcode: its symbols from the module's symbol table (what lld's LTO
+// reads too), and its format and arch from its triple.
+Expected<Member> collect_bitcode(MemoryBufferRef buf, const std::string &member,
+                                 const std::string &name, std::vector<Symbol> &out) {
+  // The identification block first: LLVM's symbol table reader does not
+  // look at its epoch, which lld's LTO then refuses.
+  auto producer = getBitcodeProducerString(buf);
+  llvm::Expected<std::unique_ptr<lto::InputFile>> in =
+      producer ? lto::InputFile::create(buf)
+               : llvm::Expected<std::unique_ptr<lto::InputFile>>(producer.takeError());
+  if (!in)
+    return make_error(ErrorCode::InvalidInput,
+                      "LLVM bitcode that this hotlink's LLVM 22 cannot read (" +
+                          message_of(in.takeError()) + ")",
+                      where(name, member), {},
+                      "compile it with clang-22 (or an LLVM no newer than 22), or to a native "
+                      "object (-fno-lto)");
+  Triple t((*in)->getTargetTriple());
+  Member m{format_of_triple(t), arch_of(t.getArch())};
+  for (const lto::InputFile::Symbol &s : (*in)->symbols()) {
+    if (s.isFormatSpecific() || s.getName().empty())
+      continue;
+    Symbol sym;
+    sym.name = s.getName().str();
+    sym.defined = !s.isUndefined();
+    sym.weak = s.isWeak();
+    sym.common = s.isCommon();
+    sym.function = sym.defined && s.isExecutable();
+    sym.data = sym.defined && !sym.function;
+    sym.writable = sym.data; // bitcode does not say; COFF then marks it DATA
+    sym.hidden = s.getVisibility() == GlobalValue::HiddenVisibility;
+    sym.member = member;
+    out.push_back(std::move(sym));
+  }
+  return m;
+}
+
+// GCC's -flto objects hold GIMPLE in .gnu.lto_* sections; a slim one (the
+// default) holds nothing else and marks itself with __gnu_lto_slim.
+std::optional<Error> refuse_gcc_lto(const std::vector<Symbol> &symbols, std::size_t first,
+                                    const std::string &name, const std::string &member) {
+  for (std::size_t i = first; i < symbols.size(); ++i)
+    if (symbols[i].name == "__gnu_lto_slim")
+      return make_error(ErrorCode::InvalidInput,
+                        "is a GCC LTO object: it holds GCC's intermediate code (GIMPLE) and no "
+                        "machine code, which lld cannot compile",
+                        where(name, member), {},
+                        "compile it with -fno-lto, or with -ffat-lto-objects to keep machine "
+                        "code beside the GIMPLE");
+  return std::nullopt;
+}
+
 Expected<ObjectInfo> read_object_unguarded(const void *data, std::size_t size,
                                            const std::string &name, bool branch_info) {
   if (size == 0)
     return invalid(name, "the file is empty");
   MemoryBufferRef buf(StringRef(static_cast<const char *>(data), size), name);
   if (!readable_magic(buf.getBuffer()))
-    return invalid(name, "not an ELF, COFF, Mach-O or wasm object, nor an archive of them");
+    return invalid(name, "not an ELF, COFF, Mach-O or wasm object, nor LLVM bitcode, nor an archive of them");
+  ObjectInfo info;
+  if (identify_magic(buf.getBuffer()) == file_magic::bitcode) {
+    auto d = collect_bitcode(buf, {}, name, info.symbols);
+    if (!d)
+      return d.take_error();
+    info.format = d->format;
+    info.arch = d->arch;
+    info.kind = FileKind::Object;
+    info.bitcode = true;
+    if (info.format == Format::Unknown)
+      return invalid(name, "LLVM bitcode for a target with no object format hotlink links");
+    return info;
+  }
   auto bin = createBinary(buf);
   if (!bin)
     return invalid(name, "not an object file or archive: " +
                              message_of(bin.takeError()));
-  ObjectInfo info;
   if (auto *a = dyn_cast<Archive>(bin->get())) {
     info.kind = FileKind::Archive;
     llvm::Error err = llvm::Error::success();
@@ -653,6 +734,21 @@ Expected<ObjectInfo> read_object_unguarded(const void *data, std::size_t size,
                                  "' extends past the end of the archive");
       if (!readable_magic(mbuf->getBuffer()))
         continue; // as below: lld ignores what it cannot link too
+      if (identify_magic(mbuf->getBuffer()) == file_magic::bitcode) {
+        auto d = collect_bitcode(*mbuf, member, name, info.symbols);
+        if (!d)
+          return d.take_error();
+        if (any && (d->format != info.format || d->arch != info.arch))
+          return make_error(ErrorCode::MixedFormats,
+                            std::string("archive mixes ") + to_string(info.format) + "/" +
+                                to_string(info.arch) + " and " + to_string(d->format) + "/" +
+                                to_string(d->arch) + " members (member '" + member + "')",
+                            name);
+        info.format = d->format;
+        info.arch = d->arch;
+        info.bitcode = any = true;
+        continue;
+      }
       auto child = createBinary(*mbuf);
       if (!child) {
         // Archives may carry non-object members (e.g. symbol tables of
@@ -684,6 +780,8 @@ Expected<ObjectInfo> read_object_unguarded(const void *data, std::size_t size,
       auto ok = collect(*sf, member, name, info.symbols);
       if (!ok)
         return ok.take_error();
+      if (auto e = refuse_gcc_lto(info.symbols, first, name, member))
+        return *e;
       if (auto *o = dyn_cast<ObjectFile>(sf)) {
         collect_default_libs(*o, info.default_libs);
         if (branch_info)
@@ -712,6 +810,8 @@ Expected<ObjectInfo> read_object_unguarded(const void *data, std::size_t size,
   auto ok = collect(*obj, {}, name, info.symbols);
   if (!ok)
     return ok.take_error();
+  if (auto e = refuse_gcc_lto(info.symbols, 0, name, {}))
+    return *e;
   collect_default_libs(*obj, info.default_libs);
   if (branch_info)
     if (auto e = mark_branch_only(*obj, info.symbols, 0, name))
@@ -727,6 +827,8 @@ Expected<ArtifactInfo> read_artifact_unguarded(const void *data, std::size_t siz
   if (!readable_magic(buf.getBuffer()))
     return make_error(ErrorCode::InvalidInput,
                       "not an ELF, PE, Mach-O or wasm image", name);
+  if (identify_magic(buf.getBuffer()) == file_magic::bitcode)
+    return make_error(ErrorCode::InvalidInput, "is LLVM bitcode, not a linked image", name);
   auto bin = createBinary(buf);
   if (!bin)
     return make_error(ErrorCode::InvalidInput,

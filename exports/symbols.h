@@ -46,11 +46,18 @@ struct ObjectInfo {
   // COFF: the libraries the object's /DEFAULTLIB directives name, lowercase
   // and without ".lib" (e.g. "msvcrt", "oldnames"), in order, once each.
   std::vector<std::string> default_libs;
+  // LLVM bitcode (clang -flto / -flto=thin), alone or among an archive's
+  // members: lld compiles it (LTO). Format and arch come from its triple.
+  bool bitcode = false;
 };
 
-// Reads a relocatable object or an archive of them. For an archive, the
-// format and arch are those of its members (an error if they disagree, or if
-// it has no object members); symbols of every member are listed.
+// Reads a relocatable object, an LLVM bitcode file, or an archive of them.
+// For an archive, the format and arch are those of its members (an error
+// if they disagree, or if it has no object members); symbols of every
+// member are listed. Refused with InvalidInput naming the input (and
+// member): bitcode this LLVM cannot read (a newer LLVM's), and GCC LTO
+// objects that carry only GIMPLE (no machine code: lld cannot compile
+// them; a -ffat-lto-objects one links its machine code).
 // `branch_info` (COFF) also walks every relocation to set
 // Symbol::branch_only; linking against a Windows sysroot needs it, nothing
 // else does, so it is off by default.

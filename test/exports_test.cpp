@@ -1,6 +1,7 @@
 // The symbol reader and name checks the linker relies on.
 #include "exports/names.h"
 #include "exports/symbols.h"
+#include "exports/version_script.h"
 #include "test/support.h"
 
 #include <gtest/gtest.h>
@@ -465,6 +466,61 @@ TEST(Malformed, FormatsHotlinkDoesNotLinkNeverReachLlvmsParsers) {
                                    : read_object(xcoff64.data(), xcoff64.size(), "aix.o").error().message;
     EXPECT_NE(message.find("not an ELF"), std::string::npos) << message;
   }
+}
+
+// A user's version script: which names its nodes claim, as lld assigns
+// them (exact names first, a later glob over an earlier one, "*" last).
+TEST(VersionScript, ClaimsNamesAsLldAssignsThem) {
+  auto nodes = parse_version_script(R"VS(
+    # zlib-style nodes
+    V1 { global: exact; "quoted*star"; glob_*; extern "C++" { "ns::f(int)"; ns::g*; }; local: *; };
+    V2 { global: glob_late*; local: hidden_one; } V1;
+    /* an anonymous-free script */
+  )VS", "user.map");
+  ASSERT_TRUE(nodes.ok()) << nodes.error().to_string();
+  ASSERT_EQ(nodes->size(), 2u);
+  EXPECT_EQ((*nodes)[1].parent, "V1");
+  auto claim = [&](const std::string &sym, const std::string &demangled = "") {
+    const VersionNode *n = claiming_node(*nodes, sym, demangled.empty() ? sym : demangled);
+    return n ? n->name : std::string("-");
+  };
+  EXPECT_EQ(claim("exact"), "V1");
+  EXPECT_EQ(claim("quoted*star"), "V1");
+  EXPECT_EQ(claim("quotedXstar"), "-"); // quoted: no glob
+  EXPECT_EQ(claim("glob_a"), "V1");
+  EXPECT_EQ(claim("glob_late_x"), "V2"); // the later node's glob wins
+  EXPECT_EQ(claim("_Z2ns1fi", "ns::f(int)"), "V1");
+  EXPECT_EQ(claim("_ZN2ns5ghostEv", "ns::ghost()"), "V1");
+  EXPECT_EQ(claim("other"), "-");
+  EXPECT_TRUE(names_local(*nodes, "hidden_one"));
+  EXPECT_FALSE(names_local(*nodes, "other")); // only through "*"
+}
+
+TEST(VersionScript, SyntaxErrorsNameTheLine) {
+  for (const char *bad : {"V1 { global: a; ", "V1 { global: a }\n;", "{ global: a; };\n\"oops\" { };",
+                          "V1 { extern \"Fortran\" { x; }; };"}) {
+    auto r = parse_version_script(bad, "bad.map");
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.error().input, "bad.map");
+    EXPECT_NE(r.error().message.find("(line "), std::string::npos) << r.error().message;
+  }
+}
+
+// LLVM bitcode is read for its symbols (lld links it with LTO) and GCC's
+// GIMPLE-only LTO objects are refused by name.
+TEST(Reader, BitcodeListsItsSymbolsAndFormat) {
+  test::Bytes bc = test::compile_c("x86_64-linux-gnu", "extern int g(int);\nint f(int x) { return g(x) + 1; }\n"
+                                                       "int v = 3;\n", {"-flto"});
+  auto info = read_object(bc.data(), bc.size(), "k.bc.o");
+  ASSERT_TRUE(info.ok()) << info.error().to_string();
+  EXPECT_TRUE(info->bitcode);
+  EXPECT_EQ(info->format, Format::ELF);
+  EXPECT_EQ(info->arch, Arch::X86_64);
+  const Symbol *f = find(*info, "f"), *g = find(*info, "g"), *v = find(*info, "v");
+  ASSERT_TRUE(f && g && v);
+  EXPECT_TRUE(f->defined && f->function);
+  EXPECT_FALSE(g->defined);
+  EXPECT_TRUE(v->defined && v->data);
 }
 
 } // namespace
