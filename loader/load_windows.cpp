@@ -74,9 +74,9 @@ std::wstring without_extension(const std::wstring &path) {
 
 } // namespace
 
-bool process_provides(const std::string &) {
-  // A DLL's imports name their DLL; LoadLibraryExW resolves them itself.
-  return true;
+std::optional<Unresolved> unresolved_import(const std::vector<std::string> &,
+                                            const std::vector<std::string> &) {
+  return std::nullopt; // the PE loader binds imports by DLL; LoadLibraryExW reports them
 }
 
 Library::~Library() {

@@ -124,12 +124,16 @@ Expected<Verified> verify(const std::vector<std::uint8_t> &bytes, const std::str
     if (!std::binary_search(v.info.exports.begin(), v.info.exports.end(), e))
       return make_error(ErrorCode::MissingExport, "is not exported by the artifact", name, e,
                         "export it when linking (--export), or fix the expected list");
-  if (options.check_imports && v.info.needed.empty())
-    for (const std::string &imp : v.info.imports)
-      if (!process_provides(imp))
+  if (options.check_imports)
+    if (auto u = unresolved_import(v.info.imports, v.info.needed)) {
+      if (!u->library.empty())
         return make_error(ErrorCode::UnresolvedSymbol,
-                          "is imported by the artifact but nothing in this process defines it", name,
-                          imp, "link the library that defines it into the host or the artifact");
+                          "needs " + u->library + ", which the dynamic loader cannot load (" + u->why + ")",
+                          name, u->library, "install it, or add its directory to LD_LIBRARY_PATH");
+      return make_error(ErrorCode::UnresolvedSymbol,
+                        "is imported by the artifact but neither this process nor the libraries it needs define it",
+                        name, u->symbol, "link the library that defines it into the host or the artifact");
+    }
   // SHA-256 costs ~2.5 ms/MB here, BLAKE3 ~0.15: a caller that checked a
   // BLAKE3 (the cache does) does not pay for a SHA-256 it did not ask for.
   if (v.sha256.empty() && v.blake3.empty())

@@ -33,9 +33,10 @@ struct VerifyOptions {
   std::vector<std::string> expected_exports;
   std::string sha256; // hex; empty = not checked
   std::string blake3; // hex; empty = not checked
-  // Report imports that nothing loaded in this process defines (checked
-  // with dlsym; skipped when the artifact names DT_NEEDED libraries, whose
-  // symbols the dynamic loader may bring).
+  // Report imports that neither this process nor the artifact's DT_NEEDED
+  // libraries define (checked with dlsym; the needed libraries are opened
+  // as its load would open them), and needed libraries that cannot be
+  // loaded.
   bool check_imports = true;
   // Non-empty: the artifact must come with a statement (loader/signature.h)
   // signed by one of these keys, whose BLAKE3, size and export list it

@@ -2,12 +2,23 @@
 // load_windows.cpp implements it, and Library's mapping.
 #pragma once
 
+#include <optional>
 #include <string>
 
 namespace hotlink::loader {
 
-// True when a symbol of that name is already loaded in this process (an
-// import the dynamic loader can bind).
-bool process_provides(const std::string &symbol);
+#include <vector>
+
+// The first import of `imports` that neither this process nor the
+// libraries in `needed` (DT_NEEDED names, found as the dynamic loader finds
+// them) define, as an Error naming it (or the library that cannot be
+// found); nullopt when every import resolves.
+struct Unresolved {
+  std::string symbol;  // the import, or empty when a library is missing
+  std::string library; // the DT_NEEDED library that cannot be loaded
+  std::string why;     // the dynamic loader's words
+};
+std::optional<Unresolved> unresolved_import(const std::vector<std::string> &imports,
+                                            const std::vector<std::string> &needed);
 
 } // namespace hotlink::loader
