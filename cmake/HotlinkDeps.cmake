@@ -10,6 +10,10 @@ get_filename_component(HOTLINK_LLD_CMAKEDIR "${HOTLINK_LLVM_CMAKEDIR}/../lld" AB
 
 find_package(LLVM REQUIRED CONFIG PATHS "${HOTLINK_LLVM_CMAKEDIR}" NO_DEFAULT_PATH)
 find_package(LLD REQUIRED CONFIG PATHS "${HOTLINK_LLD_CMAKEDIR}" NO_DEFAULT_PATH)
+# clang's driver as a library (libclang-cpp22-dev): it computes each ELF
+# target's runtime environment (linker/runtime.h).
+get_filename_component(HOTLINK_CLANG_CMAKEDIR "${HOTLINK_LLVM_CMAKEDIR}/../clang" ABSOLUTE)
+find_package(Clang REQUIRED CONFIG PATHS "${HOTLINK_CLANG_CMAKEDIR}" NO_DEFAULT_PATH)
 find_package(ZLIB REQUIRED)
 set(Boost_NO_WARN_NEW_VERSIONS ON)
 find_package(Boost 1.81 EXACT REQUIRED COMPONENTS filesystem)
@@ -28,7 +32,11 @@ find_program(HOTLINK_LD_LLD NAMES ld.lld-22 ld.lld PATHS /usr/bin ${HOTLINK_LLVM
 
 # One interface target that carries LLVM's include dirs and definitions.
 add_library(hotlink_llvm INTERFACE)
-target_include_directories(hotlink_llvm SYSTEM INTERFACE ${LLVM_INCLUDE_DIRS})
+# -idirafter, not -isystem: Debian's libc++abi-22-dev puts a cxxabi.h into
+# LLVM's include folder, which must not shadow libstdc++'s.
+foreach(dir ${LLVM_INCLUDE_DIRS})
+  target_compile_options(hotlink_llvm INTERFACE "SHELL:-idirafter ${dir}")
+endforeach()
 separate_arguments(HOTLINK_LLVM_DEFS NATIVE_COMMAND "${LLVM_DEFINITIONS}")
 target_compile_options(hotlink_llvm INTERFACE ${HOTLINK_LLVM_DEFS})
 target_link_libraries(hotlink_llvm INTERFACE LLVM)

@@ -44,8 +44,9 @@ std::atomic<bool> g_usable{true};  // false once lld said it cannot run again
 
 // The thread lld runs on. lld's makeThreadLocal allocators are thread_local
 // and survive CommonLinkerContext::destroy(): every link leaves its
-// thread-local objects behind until the thread ends (measured: ~1.15 KB for
-// a small kernel, ~3.6 MB for the 20 MB benchmark object, about a fifth of
+// thread-local objects behind until the thread ends (measured: ~1.7 KiB for
+// a small kernel linked bare, ~7.3 KiB with its runtime environment's
+// startup objects and stubs, ~3.6 MB for the 20 MB benchmark object, about a fifth of
 // the input; lld's per-symbol and per-section objects bound it at a few
 // times the input's size). A thread per link frees them but pays for new
 // allocator arenas and page faults each time (measured: lld's 0.42 ms
@@ -56,7 +57,7 @@ std::atomic<bool> g_usable{true};  // false once lld said it cannot run again
 // Used only with g_lld_mutex held.
 class LldThread {
 public:
-  static constexpr unsigned kRecycleAfter = 256;
+  static constexpr unsigned kRecycleAfter = 128;
   static constexpr std::uint64_t kRecycleBytes = 16u << 20;
 
   // Starts `task`, a link of `input_bytes`, on the lld thread; returns at once.

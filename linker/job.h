@@ -14,10 +14,13 @@
 namespace hotlink::detail {
 
 // One argument: before + (in_workdir ? "<workdir>/" : "") + after.
+// `key` is what the cache key hashes for it, when not its text: inputs
+// are hashed by their bytes, not their names; the thread count not at all.
 struct Arg {
   std::string before;
   bool in_workdir = false;
   std::string after;
+  std::string key;
 };
 
 // A file to create in the workdir before the link. Its bytes are the job's
@@ -42,6 +45,10 @@ public:
   const std::vector<std::uint8_t> &bytes() const { return borrowed_ ? *borrowed_ : owned_; }
 
   std::string name; // relative to the workdir
+  // Whether the cache key hashes its bytes (false for inputs, hashed as
+  // inputs, and for runtime stubs, which follow from the inputs and the
+  // runtime environment's fingerprints).
+  bool keyed = true;
 
 private:
   std::vector<std::uint8_t> owned_;

@@ -56,6 +56,20 @@ enum class Undefined { TargetDefault, Error, Allow };
 // msvcrt.dll that mingw-w64 toolchains built for it target.
 enum class WindowsCrt { Auto, Ucrt, Msvcrt };
 
+// ELF: the runtime environment a link gets. Auto: what `clang -shared`
+// links for the target (startup objects, libc with its symbol versions,
+// libgcc and libgcc_s, --eh-frame-hdr, --build-id; the C++ runtime when
+// the inputs use it), computed by clang's driver, whenever a C library for
+// the target is found (the host's, an installed cross toolchain, or the
+// sysroot); without one, a bare link and a warning. None: a bare link, the
+// inputs alone (for self-contained kernels).
+enum class Runtime { Auto, None };
+
+// ELF: the C++ runtime. Auto: libstdc++ when the inputs reference the C++
+// runtime (operator new/delete, __cxa_*, the personality routine, std::
+// symbols), else none.
+enum class CxxRuntime { Auto, Libstdcxx, Libcxx, None };
+
 struct LinkRequest {
   std::string target;                 // LLVM triple; empty = the host
   std::vector<Input> inputs;
@@ -78,6 +92,28 @@ struct LinkRequest {
   // (e.g. a small host program that loads JIT DLLs).
   bool executable = false;
   std::string entry;
+  Runtime runtime = Runtime::Auto;       // ELF
+  CxxRuntime cxx_runtime = CxxRuntime::Auto; // ELF
+  // ELF: with the runtime environment, shared libraries reach lld as
+  // stubs holding only the symbols the link names (same artifact, a
+  // fraction of lld's time); false passes the real files.
+  bool runtime_stubs = true;
+  std::string soname;         // ELF: DT_SONAME; empty = the output's file name
+  // ELF: a version script of the user's (e.g. a library's version nodes),
+  // merged with the export policy: the names its nodes list are exported
+  // with their versions, the policy's other exports unversioned, and
+  // everything else stays local.
+  std::string version_script;
+  // ELF: references to the artifact's own non-weak definitions bind inside
+  // it (-Bsymbolic-non-weak). Distribution static libraries are built as
+  // PIE, whose code reaches its own globals PC-relative; without this such
+  // code cannot go into a shared object. Weak definitions (C++ inline
+  // functions, typeinfo) stay preemptible. false: every exported symbol is
+  // preemptible, as with a plain `clang -shared`.
+  bool symbolic = true;
+  // Archive members to leave out: "member.o" (in any archive input) or
+  // "libx.a(member.o)"; globs allowed. Their symbols are not exported.
+  std::vector<std::string> exclude_members;
   std::vector<std::string> extra_flags; // raw lld flags, appended last
   unsigned threads = 1;               // lld's thread count
   Undefined undefined = Undefined::TargetDefault;
@@ -129,6 +165,9 @@ struct LinkResult {
   std::vector<std::string> import_thunks;    // COFF sysroot: functions made
                                              // callable from __imp_ entries
   std::string windows_crt;                   // "ucrt" or "msvcrt", with a sysroot
+  // ELF: what the runtime environment added, as file names ("crti.o",
+  // "libc.so.6", "libgcc.a", ...), in link order; empty for a bare link.
+  std::vector<std::string> runtime;
   std::vector<Diagnostic> diagnostics; // everything lld said
   std::string executed_by;             // "in-process", "worker" or "cache"
   CacheUse cache = CacheUse::Off;

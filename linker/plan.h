@@ -1,7 +1,8 @@
 // Internal. Planning turns a LinkRequest into a Job: it reads and checks
-// every input, resolves the export list, chooses support objects and builds
-// lld's arguments. Everything that can be refused before lld runs is refused
-// here, with the input or symbol named.
+// every input, works out the runtime environment, resolves the export
+// list, chooses support objects and builds lld's arguments. Everything
+// that can be refused before lld runs is refused here, with the input or
+// symbol named. The cache key follows from the plan alone.
 #pragma once
 
 #include "linker/job.h"
@@ -10,6 +11,7 @@
 #include "linker/windows.h"
 #include "cache/cache.h"
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,6 +29,12 @@ struct Plan {
   std::vector<std::string> input_digests;   // BLAKE3 of each input (caching)
   std::optional<WindowsLibraries> windows;  // COFF with a sysroot
   std::vector<Diagnostic> diagnostics;      // notes and warnings of planning
+  std::vector<std::string> runtime;         // ELF: what the runtime added
+  // Identities of files outside the request that reach lld (the runtime
+  // environment's, libraries found by -l): in the cache key.
+  std::vector<std::string> fingerprints;
+  // What the job's borrowed files (runtime stubs) belong to.
+  std::shared_ptr<const void> keep_alive;
 };
 
 // With `digest_inputs`, also hashes every input's bytes (for the cache key).
@@ -34,14 +42,14 @@ Expected<Plan> plan_link(const LinkRequest &request, Timings &timings,
                          bool digest_inputs = false);
 
 // The cache key of a planned link: a canonical encoding of everything that
-// reaches lld and can change its output (input bytes in order, the target,
-// the output's file name, the resolved export list and export file, the
-// undefined-symbol mode, libraries with their contents when found, search
-// paths, sysroot, support objects, extra flags in order, whether an import
-// library is made, and the versions of hotlink, lld and the cache format).
-// Not in it: input names and paths, timestamps, lld's thread count (lld's
-// output does not depend on it), where the link runs, and the timeout.
-cache::Key link_key(const LinkRequest &request, const Plan &plan);
+// reaches lld and can change its output: lld's arguments in order (inputs
+// stand for their bytes, in order; the thread count is left out, lld's
+// output does not depend on it), the files hotlink writes for lld (export
+// lists, support objects, a merged version script), the fingerprints of
+// outside files, the resolved export list, and the versions of hotlink,
+// lld and the cache format. Not in it: input names and paths, timestamps,
+// where the link runs, and the timeout.
+cache::Key link_key(const Plan &plan);
 
 // lld's version line, e.g. "LLD 22.1.0 ...".
 std::string lld_version();
@@ -52,16 +60,19 @@ std::vector<Diagnostic> parse_diagnostics(const Job &job,
                                           const std::string &text);
 
 // The Error a failed link returns: the first error lld reported, classified
-// (undefined or duplicate symbol, or another link failure).
-Error link_error(const std::vector<Diagnostic> &diagnostics,
-                 const std::string &fallback);
+// (undefined or duplicate symbol, a relocation no shared object can hold,
+// or another link failure), with a hint that fits the target.
+Error link_error(const std::vector<Diagnostic> &diagnostics, const Plan &plan,
+                 const LinkRequest &request, const std::string &fallback);
 
 // An output file reserved in the destination directory before linking (so an
 // unwritable destination fails early) and published by rename (so nobody
 // ever sees a partial artifact). Removed unless published.
 class OutputReservation {
 public:
-  static Expected<OutputReservation> reserve(const std::string &path);
+  // `mode` is the published file's mode before the umask: 0755 for
+  // artifacts, 0644 for companions (.def, .lib).
+  static Expected<OutputReservation> reserve(const std::string &path, unsigned mode = 0755);
   OutputReservation(OutputReservation &&other) noexcept;
   OutputReservation &operator=(OutputReservation &&) = delete;
   ~OutputReservation();
@@ -71,6 +82,7 @@ private:
   OutputReservation() = default;
   std::string path_, temp_;
   int fd_ = -1;
+  unsigned mode_ = 0755;
 };
 
 } // namespace hotlink::detail

@@ -10,6 +10,7 @@
 #include <functional>
 #include <mutex>
 #include <thread>
+#include <tuple>
 
 namespace hotlink {
 
@@ -161,7 +162,7 @@ std::optional<Error> LinkService::Impl::run(const LinkRequest &req, const Plan &
                       "check free space in the scratch directory "
                       "(/dev/shm, or set HOTLINK_TMPDIR)");
   if (out.ret_code != 0)
-    return link_error(res.diagnostics,
+    return link_error(res.diagnostics, plan, req,
                       "lld failed (exit code " + std::to_string(out.ret_code) + ")");
   res.artifact = std::move(out.artifact);
   res.implib = std::move(out.implib);
@@ -206,16 +207,19 @@ LinkResult LinkService::Impl::link(const LinkRequest &req) {
     res.import_thunks = plan->windows->thunks;
     res.windows_crt = plan->windows->crt;
   }
+  res.runtime = plan->runtime;
 
   // Every file the link publishes is reserved before lld runs, so that an
   // unwritable destination fails early and nothing is published partially.
   std::optional<OutputReservation> output, def_output, implib_output;
-  for (auto [path, slot] : {std::pair{&req.output_path, &output},
-                            std::pair{&req.def_output, &def_output},
-                            std::pair{&req.implib_output, &implib_output}}) {
+  // Artifacts are executable (0755), companions are not (0644); both less
+  // the umask.
+  for (auto [path, slot, mode] : {std::tuple{&req.output_path, &output, 0755u},
+                                  std::tuple{&req.def_output, &def_output, 0644u},
+                                  std::tuple{&req.implib_output, &implib_output, 0644u}}) {
     if (path->empty())
       continue;
-    auto r = OutputReservation::reserve(*path);
+    auto r = OutputReservation::reserve(*path, mode);
     if (!r)
       return finish(r.take_error());
     slot->emplace(std::move(r.value()));
@@ -227,7 +231,7 @@ LinkResult LinkService::Impl::link(const LinkRequest &req) {
   } else {
     auto tc = std::chrono::steady_clock::now();
     double link_total = 0;
-    cache::Key key = link_key(req, *plan);
+    cache::Key key = link_key(*plan);
     res.cache_key = key.hex();
     auto fetched = cache->get_or_build(key, [&]() -> Expected<cache::Artifact> {
       auto tl = std::chrono::steady_clock::now();
@@ -345,7 +349,7 @@ Expected<cache::Key> LinkService::cache_key(const LinkRequest &request) {
   auto plan = plan_link(request, unused, /*digest_inputs=*/true);
   if (!plan)
     return plan.take_error();
-  return link_key(request, plan.value());
+  return link_key(plan.value());
 }
 
 const char *to_string(CacheUse use) {

@@ -357,9 +357,9 @@ TEST(Host, FiveHundredSequentialLinksKeepMemoryBounded) {
   if (test::kSanitized)
     GTEST_SKIP() << "under a sanitizer, resident memory measures its allocator, not hotlink";
   auto [after50, after500] = rss_over_links(50, 500);
-  // Stated bound: 1 MiB. lld's thread-local allocators grow ~1.15 KiB a
-  // link on the lld thread, which is replaced every 256 links, so up to
-  // ~300 KiB may be live at any time, plus allocator noise.
+  // Stated bound: 1 MiB. lld's thread-local allocators grow ~7.3 KiB a
+  // link (a kernel with its runtime environment) on the lld thread, which
+  // is replaced every 128 links, so up to ~0.9 MiB may be live at any time.
   EXPECT_LE(after500 - after50, 1024)
       << "RSS after 50 links: " << after50 << " KiB, after 500: " << after500 << " KiB";
   RecordProperty("rss_after_50_kib", std::to_string(after50));
@@ -370,7 +370,7 @@ TEST(Host, MemoryDoesNotGrowWithTheNumberOfLinks) {
   if (test::kSanitized)
     GTEST_SKIP() << "under a sanitizer, resident memory measures its allocator, not hotlink";
   // Past the first recycling of the lld thread, 2,000 more links must not
-  // add memory: an unbounded ~1.15 KiB a link would add ~2.3 MiB.
+  // add memory: an unbounded ~7.3 KiB a link would add ~14 MiB.
   auto [at1000, at3000] = rss_over_links(1000, 3000);
   EXPECT_LE(at3000 - at1000, 1024) << "RSS after 1,000 links: " << at1000 << " KiB, after 3,000: " << at3000;
 }

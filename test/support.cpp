@@ -13,8 +13,16 @@
 #include <atomic>
 #include <gtest/gtest.h>
 
+#include <cerrno>
+#include <cstring>
+#include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <thread>
 #include <fstream>
 #include <sstream>
 #include <dirent.h>
@@ -87,6 +95,79 @@ Bytes cached_tool(const std::vector<std::string> &tool_args,
 }
 
 } // namespace
+
+Bytes compile_with(const std::vector<std::string> &tool_args, const std::string &source,
+                   const std::string &ext) {
+  return cached_tool(tool_args, source, ext);
+}
+
+extern "C" char **environ;
+
+Run run(const std::vector<std::string> &argv, const RunOptions &options) {
+  Run r;
+  std::string dir = temp_dir();
+  std::string out = dir + "/stdout", err = dir + "/stderr";
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (!options.cwd.empty())
+    posix_spawn_file_actions_addchdir_np(&fa, options.cwd.c_str());
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attr, 0);
+  std::vector<std::string> env;
+  for (char **e = environ; *e; ++e) {
+    std::string v = *e;
+    bool replaced = false;
+    for (const std::string &add : options.env)
+      replaced |= v.substr(0, v.find('=') + 1) == add.substr(0, add.find('=') + 1);
+    if (!replaced)
+      env.push_back(v);
+  }
+  env.insert(env.end(), options.env.begin(), options.env.end());
+  std::vector<char *> cargv, cenv;
+  for (const std::string &a : argv)
+    cargv.push_back(const_cast<char *>(a.c_str()));
+  cargv.push_back(nullptr);
+  for (const std::string &e : env)
+    cenv.push_back(const_cast<char *>(e.c_str()));
+  cenv.push_back(nullptr);
+  pid_t pid = -1;
+  int rc = posix_spawnp(&pid, argv[0].c_str(), &fa, &attr, cargv.data(), cenv.data());
+  posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&attr);
+  if (rc != 0) {
+    r.err = "cannot start " + argv[0] + ": " + std::strerror(rc);
+    return r;
+  }
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(options.timeout_seconds);
+  int status = 0;
+  for (;;) {
+    pid_t w = ::waitpid(pid, &status, WNOHANG);
+    if (w == pid)
+      break;
+    if (w < 0 && errno != EINTR)
+      break;
+    if (options.timeout_seconds && std::chrono::steady_clock::now() > deadline) {
+      ::killpg(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      r.timed_out = true;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ::killpg(pid, SIGKILL); // whatever it left running
+  if (!r.timed_out)
+    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : -1;
+  r.out = slurp(out);
+  r.err = slurp(err);
+  if (r.timed_out)
+    r.err += "\n(killed after " + std::to_string(options.timeout_seconds) + " s)";
+  return r;
+}
 
 std::string temp_dir() {
   static std::atomic<int> counter{0}; // test::run() may be called from threads

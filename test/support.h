@@ -65,8 +65,25 @@ long rss_kib();
 struct Run {
   int code = -1;
   std::string out, err;
+  bool timed_out = false;
 };
 Run run(const std::vector<std::string> &argv);
+
+struct RunOptions {
+  std::vector<std::string> env; // NAME=VALUE, added to this process's environment
+  unsigned timeout_seconds = 0; // 0: none
+  std::string cwd;
+};
+// Runs a program in a process group of its own. On timeout, and after it
+// exits, the whole group is killed: it and everything it started (a
+// debugger's inferior, an emulator's children). code is -1 on timeout, and
+// 128 + the signal when a signal ended it.
+Run run(const std::vector<std::string> &argv, const RunOptions &options);
+
+// Runs `tool_args` SOURCE -o OUT with `source` written to SOURCE (its name
+// ends in `ext` + ".in"; pass -x LANG), cached like compile_c.
+Bytes compile_with(const std::vector<std::string> &tool_args, const std::string &source,
+                   const std::string &ext = ".o");
 
 // Paths of the built tools.
 std::string bin_dir();

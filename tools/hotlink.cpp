@@ -77,6 +77,19 @@ options:
                        whose CRT and Win32 import libraries resolve calls
   --windows-crt C      COFF with --sysroot: ucrt (default) or msvcrt
   --exe --entry NAME   COFF: link a console executable starting at NAME
+  --soname NAME        ELF: the soname (default: OUT's file name)
+  --version-script F   ELF: a version script of yours (version nodes) merged with
+                       the policy: the names its nodes list keep their versions
+  --no-default-libs    ELF: link the inputs alone, without the target's C
+                       library, startup objects and libgcc (a bare link)
+  --cxx-runtime R      ELF: auto (default: libstdc++ when the inputs use C++),
+                       libstdc++, libc++ or none
+  --no-symbolic        ELF: leave the artifact's own definitions preemptible
+                       (default: -Bsymbolic-non-weak, which PIE-built static
+                       libraries such as Debian's .a files need)
+  --exclude-member M   leave archive member M (MEMBER.o or LIB.a(MEMBER.o)) out
+  --no-runtime-stubs   ELF: give lld the runtime's real shared libraries
+                       instead of stubs (slower; the artifact is the same)
   --flag FLAG          pass FLAG to lld as is (repeatable)
   --allow-undefined    allow undefined symbols (COFF, wasm)
   --no-undefined       refuse undefined symbols (ELF, Mach-O)
@@ -334,6 +347,12 @@ int cmd_link(int argc, char **argv) {
       req.support_objects = false;
     } else if (a == "--exe") {
       req.executable = true;
+    } else if (a == "--no-default-libs") {
+      req.runtime = hotlink::Runtime::None;
+    } else if (a == "--no-runtime-stubs") {
+      req.runtime_stubs = false;
+    } else if (a == "--no-symbolic") {
+      req.symbolic = false;
     } else if (a == "--remote-sync") {
       remote_sync = true;
     } else if (a == "--require-signed") {
@@ -364,7 +383,8 @@ int cmd_link(int argc, char **argv) {
                a == "--sysroot" || a == "--flag" || a == "--threads" ||
                a == "--timeout-ms" || a == "--def" || a == "--implib" || a == "--def-in" ||
                a == "--cache" || a == "--cache-max-bytes" || a == "--windows-crt" ||
-               a == "--entry") {
+               a == "--entry" || a == "--soname" || a == "--version-script" ||
+               a == "--cxx-runtime" || a == "--exclude-member") {
       if (!value(v))
         return usage_error("option " + a + " needs a value", "link");
       unsigned long n = 0;
@@ -379,6 +399,16 @@ int cmd_link(int argc, char **argv) {
       else if (a == "--flag") req.extra_flags.push_back(v);
       else if (a == "--cache") cache_dir = v;
       else if (a == "--entry") req.entry = v;
+      else if (a == "--soname") req.soname = v;
+      else if (a == "--version-script") req.version_script = v;
+      else if (a == "--exclude-member") req.exclude_members.push_back(v);
+      else if (a == "--cxx-runtime") {
+        if (v == "auto") req.cxx_runtime = hotlink::CxxRuntime::Auto;
+        else if (v == "libstdc++") req.cxx_runtime = hotlink::CxxRuntime::Libstdcxx;
+        else if (v == "libc++") req.cxx_runtime = hotlink::CxxRuntime::Libcxx;
+        else if (v == "none") req.cxx_runtime = hotlink::CxxRuntime::None;
+        else return usage_error("--cxx-runtime takes auto, libstdc++, libc++ or none, not '" + v + "'", "link");
+      }
       else if (a == "--windows-crt") {
         if (v == "ucrt") req.windows_crt = hotlink::WindowsCrt::Ucrt;
         else if (v == "msvcrt") req.windows_crt = hotlink::WindowsCrt::Msvcrt;

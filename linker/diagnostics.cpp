@@ -1,0 +1,219 @@
+// lld's output as diagnostics, and the Error a failed link returns.
+#include "linker/plan.h"
+
+#include <string>
+
+namespace hotlink::detail {
+
+namespace {
+
+bool starts_with(const std::string &s, const std::string &p) {
+  return s.compare(0, p.size(), p) == 0;
+}
+
+std::string after(const std::string &s, const std::string &marker) {
+  std::size_t p = s.find(marker);
+  if (p == std::string::npos)
+    return {};
+  std::string rest = s.substr(p + marker.size());
+  std::size_t nl = rest.find('\n');
+  return nl == std::string::npos ? rest : rest.substr(0, nl);
+}
+
+std::string base_name(const std::string &path) {
+  std::size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+std::string undefined_hint(const Plan &plan, const LinkRequest &req) {
+  switch (plan.target.format) {
+  case exports::Format::ELF:
+    return "add the object or library that defines it (-l NAME, -L DIR); an ELF shared object "
+           "may also leave it to the loader (drop --no-undefined), and a hidden symbol must be "
+           "defined inside the artifact";
+  case exports::Format::COFF:
+    if (req.sysroot.empty())
+      return "add the object or library that defines it, or allow undefined symbols "
+             "(--allow-undefined); for a Windows DLL calling the CRT or Win32, link against a "
+             "sysroot (--sysroot /usr/x86_64-w64-mingw32, Debian mingw-w64-x86-64-dev)";
+    return "add the object or library that defines it (-l NAME; the sysroot's import "
+           "libraries do not define it), or allow undefined symbols (--allow-undefined)";
+  case exports::Format::MachO:
+    return "add the object or library that defines it, or leave it to dyld (drop "
+           "--no-undefined)";
+  case exports::Format::Wasm:
+    return "add the object that defines it, or import it from the embedder "
+           "(--allow-undefined)";
+  case exports::Format::Unknown:
+    break;
+  }
+  return "add the object or library that defines it";
+}
+
+bool position_dependent(const Diagnostic &d) {
+  return d.severity == Severity::Error &&
+         d.message.find("cannot be used against symbol") != std::string::npos &&
+         d.message.find("recompile with -fPIC") != std::string::npos;
+}
+
+// lld's "relocation R_X86_64_PC32 cannot be used against symbol 'stderr';
+// recompile with -fPIC" with its ">>> defined in / referenced by" lines,
+// for every such error: one refusal naming every member that has one, so
+// that a single run tells what to leave out.
+Error position_dependent_error(const std::vector<Diagnostic> &diags) {
+  struct Ref {
+    std::string archive, member, symbol, defined_in, reloc;
+  };
+  std::vector<Ref> refs;
+  bool truncated = false;
+  for (const Diagnostic &d : diags) {
+    truncated |= d.message.find("too many errors emitted") != std::string::npos;
+    if (!position_dependent(d))
+      continue;
+    Ref r;
+    std::string first = d.message.substr(0, d.message.find('\n'));
+    r.reloc = after(first, "relocation ");
+    r.reloc = r.reloc.substr(0, r.reloc.find(' '));
+    r.symbol = after(first, "against symbol '");
+    r.symbol = r.symbol.substr(0, r.symbol.find('\''));
+    r.defined_in = base_name(after(d.message, ">>> defined in "));
+    std::size_t pos = 0;
+    while ((pos = d.message.find(">>>", pos)) != std::string::npos) {
+      std::size_t eol = d.message.find('\n', pos);
+      std::string line = d.message.substr(pos, eol == std::string::npos ? std::string::npos : eol - pos);
+      pos = eol == std::string::npos ? d.message.size() : eol;
+      std::size_t in_archive = line.find(" in archive ");
+      std::size_t paren = line.find(":(");
+      if (in_archive == std::string::npos || paren == std::string::npos)
+        continue;
+      r.archive = line.substr(in_archive + 12);
+      std::size_t start = line.find_last_of(" \t", paren);
+      start = start == std::string::npos ? 0 : start + 1;
+      r.member = line.substr(start, paren - start);
+      break;
+    }
+    if (r.archive.empty())
+      r.archive = d.file;
+    bool seen = false;
+    for (const Ref &o : refs)
+      seen |= o.member == r.member && o.archive == r.archive;
+    if (!seen)
+      refs.push_back(std::move(r));
+  }
+  const Ref &first = refs.front();
+  std::string who, symbols, exclude;
+  for (const Ref &r : refs) {
+    who += std::string(who.empty() ? "" : ", ") +
+           (r.member.empty() ? "an input" : "'" + r.member + "' of '" + base_name(r.archive) + "'");
+    if (symbols.find("'" + r.symbol + "'") == std::string::npos)
+      symbols += std::string(symbols.empty() ? "" : ", ") + "'" + r.symbol + "'" +
+                 (r.defined_in.empty() ? "" : " (in " + r.defined_in + ")");
+    if (!r.member.empty())
+      exclude += " --exclude-member " + r.member;
+  }
+  std::string message =
+      std::string(refs.size() > 1 ? "members " : "member ") + who + (refs.size() > 1 ? " refer to " : " refers to ") + symbols +
+      " with " + (first.reloc.empty() ? "a relocation" : first.reloc) +
+      ", a PC-relative reference that position-dependent and PIE code may use but no shared "
+      "object can hold, since the symbol lives in another image" +
+      (truncated ? " (lld stopped at its error limit: there may be more)" : "");
+  std::string hint = exclude.empty()
+                         ? "recompile the object with -fPIC"
+                         : "leave them out (" + exclude.substr(1) +
+                               "; their symbols are then not exported), or rebuild the library "
+                               "with -fPIC";
+  return make_error(ErrorCode::LinkFailed, message, first.archive, first.symbol, hint);
+}
+
+} // namespace
+
+std::vector<Diagnostic> parse_diagnostics(const Job &job,
+                                          const std::string &text) {
+  std::vector<Diagnostic> out;
+  const std::string prefix = job.flavor + ": ";
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    std::size_t nl = text.find('\n', pos);
+    std::string line =
+        text.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
+    pos = nl == std::string::npos ? text.size() : nl + 1;
+    if (line.empty())
+      continue;
+    std::string body = starts_with(line, prefix) ? line.substr(prefix.size()) : line;
+    Severity sev;
+    bool starts = true;
+    if (starts_with(body, "error: "))
+      sev = Severity::Error, body = body.substr(7);
+    else if (starts_with(body, "warning: "))
+      sev = Severity::Warning, body = body.substr(9);
+    else if (starts_with(line, prefix))
+      sev = Severity::Note;
+    else
+      starts = false;
+    if (!starts && !out.empty()) {
+      out.back().message += "\n" + line; // ">>> referenced by ..." lines
+      continue;
+    }
+    out.push_back(Diagnostic{starts ? sev : Severity::Note, body, {}, {}});
+  }
+  // lld repeats one error for every relocation: keep the first of each.
+  std::vector<Diagnostic> unique;
+  for (Diagnostic &d : out) {
+    bool seen = false;
+    for (const Diagnostic &u : unique)
+      seen |= u.severity == d.severity && u.message == d.message;
+    if (!seen)
+      unique.push_back(std::move(d));
+  }
+  out = std::move(unique);
+  for (Diagnostic &d : out) {
+    for (const char *marker :
+         {"undefined symbol: ", "duplicate symbol: ", "symbol not found: "}) {
+      std::string s = after(d.message, marker);
+      if (!s.empty()) {
+        d.symbol = s;
+        break;
+      }
+    }
+    // Map lld's paths back to input names; the first one named is the file.
+    std::size_t first = std::string::npos;
+    for (const auto &[printed, shown] : job.display_names) {
+      std::size_t p = d.message.find(printed);
+      if (p == std::string::npos)
+        continue;
+      if (p < first) {
+        first = p;
+        d.file = shown;
+      }
+      for (std::size_t q = p; q != std::string::npos;
+           q = d.message.find(printed, q + shown.size()))
+        d.message.replace(q, printed.size(), shown);
+    }
+  }
+  return out;
+}
+
+Error link_error(const std::vector<Diagnostic> &diags, const Plan &plan, const LinkRequest &req,
+                 const std::string &fallback) {
+  for (const Diagnostic &d : diags) {
+    if (d.severity != Severity::Error)
+      continue;
+    if (position_dependent(d))
+      return position_dependent_error(diags);
+    ErrorCode code = ErrorCode::LinkFailed;
+    std::string hint = "see the diagnostics for lld's full report";
+    if (d.message.find("undefined symbol") != std::string::npos ||
+        d.message.find("undefined hidden symbol") != std::string::npos) {
+      code = ErrorCode::UndefinedSymbol;
+      hint = undefined_hint(plan, req);
+    } else if (d.message.find("duplicate symbol") != std::string::npos) {
+      code = ErrorCode::DuplicateSymbol;
+      hint = "remove one of the definitions, or make it weak or static";
+    }
+    std::string first_line = d.message.substr(0, d.message.find('\n'));
+    return make_error(code, "lld: " + first_line, d.file, d.symbol, hint);
+  }
+  return make_error(ErrorCode::LinkFailed, fallback);
+}
+
+} // namespace hotlink::detail

@@ -1,0 +1,824 @@
+// The runtime environment of ELF links: clang's driver computes the link
+// line, hotlink resolves it to files once, and each link gets interface
+// stubs of its shared libraries (see runtime.h).
+#include "linker/runtime.h"
+
+#include "exports/symbols.h"
+
+#include "clang/Basic/Diagnostic.h"
+#include "clang/Basic/DiagnosticOptions.h"
+#include "clang/Driver/Compilation.h"
+#include "clang/Driver/Driver.h"
+#include "clang/Driver/Job.h"
+#include "clang/Driver/Tool.h"
+#include "clang/Frontend/TextDiagnosticPrinter.h"
+#include "llvm/BinaryFormat/ELF.h"
+#include "llvm/BinaryFormat/Magic.h"
+#include "llvm/Object/ELF.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/VirtualFileSystem.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <sys/stat.h>
+#include <tuple>
+
+#ifndef HOTLINK_CLANG_EXECUTABLE
+#define HOTLINK_CLANG_EXECUTABLE "/usr/lib/llvm-22/bin/clang"
+#endif
+
+namespace hotlink::detail {
+
+const char *to_string(CxxLibrary c) {
+  switch (c) {
+  case CxxLibrary::None: return "none";
+  case CxxLibrary::Libstdcxx: return "libstdc++";
+  case CxxLibrary::Libcxx: return "libc++";
+  }
+  return "none";
+}
+
+bool is_cxx_runtime_symbol(std::string_view n) {
+  auto starts = [&](std::string_view p) { return n.substr(0, p.size()) == p; };
+  return starts("_Z") || starts("__cxa_") || starts("__gxx_personality") ||
+         starts("__dynamic_cast");
+}
+
+namespace {
+
+using llvm::StringRef;
+
+// ---------------------------------------------------------------------------
+// 1. The driver's link line.
+
+struct DriverLine {
+  std::vector<std::string> args;
+  std::size_t input_position = 0;
+};
+
+constexpr const char *kPlaceholder = "hotlink-inputs.o";
+
+Expected<DriverLine> driver_link_line(const TargetInfo &target, const std::string &sysroot,
+                                      CxxLibrary cxx) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  clang::DiagnosticOptions options;
+  auto *printer = new clang::TextDiagnosticPrinter(os, options);
+  clang::DiagnosticsEngine diags(llvm::makeIntrusiveRefCnt<clang::DiagnosticIDs>(), options,
+                                 printer);
+  clang::driver::Driver driver(HOTLINK_CLANG_EXECUTABLE, target.triple, diags, "hotlink",
+                               llvm::vfs::getRealFileSystem());
+  driver.setCheckInputsExist(false);
+  std::vector<std::string> args = {"clang", "--target=" + target.triple, "-shared",
+                                   "-fuse-ld=lld"};
+  if (!sysroot.empty())
+    args.push_back("--sysroot=" + sysroot);
+  switch (cxx) {
+  case CxxLibrary::None: break;
+  case CxxLibrary::Libstdcxx: args.push_back("--driver-mode=g++"); args.push_back("-stdlib=libstdc++"); break;
+  case CxxLibrary::Libcxx: args.push_back("--driver-mode=g++"); args.push_back("-stdlib=libc++"); break;
+  }
+  args.push_back(kPlaceholder);
+  std::vector<const char *> argv;
+  for (const std::string &a : args)
+    argv.push_back(a.c_str());
+  std::unique_ptr<clang::driver::Compilation> c(driver.BuildCompilation(argv));
+  os.flush();
+  if (!c || diags.hasErrorOccurred())
+    return make_error(ErrorCode::BadRequest,
+                      "clang's driver cannot make a link line for " + target.triple + ": " + text,
+                      {}, "--target", "check the target and --sysroot");
+  for (const clang::driver::Command &job : c->getJobs()) {
+    if (!job.getCreator().isLinkJob())
+      continue;
+    DriverLine line;
+    const auto &a = job.getArguments();
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      StringRef arg(a[i]);
+      if (arg == "-o" && i + 1 < a.size()) {
+        ++i; // lld writes where hotlink says
+        continue;
+      }
+      if (arg == kPlaceholder) {
+        line.input_position = line.args.size();
+        continue;
+      }
+      line.args.push_back(arg.str());
+    }
+    return line;
+  }
+  return make_error(ErrorCode::Internal, "clang's driver made no link job for " + target.triple);
+}
+
+// ---------------------------------------------------------------------------
+// 2. Resolving the line to files, as lld would (Driver.cpp's searchLibrary,
+// ScriptParser.cpp's addFile): only what libraries' linker scripts use.
+
+bool exists(const std::string &p) { return llvm::sys::fs::exists(p); }
+
+class Resolver {
+public:
+  Resolver(RuntimeEnvironment &env, const std::vector<std::string> &search)
+      : env_(env), search_(search) {}
+
+  // Appends `path` (a file the line names) to `out`; false when it is not
+  // something stubs can stand in for (then the line is passed as is).
+  bool add_file(const std::string &path, bool as_needed, std::vector<RuntimeItem> &out, int depth = 0) {
+    if (depth > 8)
+      return fail("linker scripts nest too deeply at " + path);
+    auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
+    if (!buf)
+      return fail("cannot read " + path);
+    StringRef bytes = (*buf)->getBuffer();
+    fingerprint(path);
+    switch (llvm::identify_magic(bytes)) {
+    case llvm::file_magic::elf_shared_object: {
+      auto lib = read_shared_library(path);
+      if (!lib)
+        return fail(lib.error().message);
+      if (lib->machine != machine_)
+        return fail(path + " is for another machine");
+      out.push_back({RuntimeItem::Kind::Shared, path, as_needed, int(env_.shared.size())});
+      env_.shared.push_back(std::move(lib.value()));
+      env_.summary.push_back(env_.shared.back().soname);
+      return true;
+    }
+    case llvm::file_magic::elf_relocatable: {
+      auto info = exports::read_object(bytes.data(), bytes.size(), path);
+      if (!info)
+        return fail(info.error().message);
+      for (const exports::Symbol &s : info->symbols)
+        env_.startup_names.push_back(s.name);
+      out.push_back({RuntimeItem::Kind::Object, path, false, -1});
+      env_.summary.push_back(llvm::sys::path::filename(path).str());
+      return true;
+    }
+    case llvm::file_magic::archive: {
+      auto info = exports::read_object(bytes.data(), bytes.size(), path);
+      if (!info)
+        return fail(info.error().message);
+      ArchiveSymbols a;
+      for (const exports::Symbol &s : info->symbols) {
+        a.names.push_back(s.name);
+        if (s.defined)
+          a.defined.insert(s.name);
+      }
+      out.push_back({RuntimeItem::Kind::Archive, path, false, int(env_.archives.size())});
+      env_.archives.push_back(std::move(a));
+      env_.summary.push_back(llvm::sys::path::filename(path).str());
+      return true;
+    }
+    default:
+      return script(path, bytes, as_needed, out, depth);
+    }
+  }
+
+  // -lNAME (or -l:FILE), searched as lld searches.
+  bool add_library(const std::string &name, bool as_needed, bool is_static,
+                   std::vector<RuntimeItem> &out, int depth = 0) {
+    std::string found;
+    if (!name.empty() && name[0] == ':')
+      found = search(name.substr(1));
+    else
+      for (const std::string &dir : search_) {
+        if (!is_static && exists(in_dir(dir, "lib" + name + ".so"))) {
+          found = in_dir(dir, "lib" + name + ".so");
+          break;
+        }
+        if (exists(in_dir(dir, "lib" + name + ".a"))) {
+          found = in_dir(dir, "lib" + name + ".a");
+          break;
+        }
+      }
+    if (found.empty())
+      return fail("-l" + name + " is not in the library directories");
+    return add_file(found, as_needed, out, depth);
+  }
+
+  std::string why;
+  std::uint16_t machine_ = 0;
+
+private:
+  bool fail(std::string w) {
+    if (why.empty())
+      why = std::move(w);
+    return false;
+  }
+
+  std::string in_dir(const std::string &dir, const std::string &file) const {
+    std::string d = dir;
+    if (StringRef(d).starts_with("="))
+      d = env_.sysroot + d.substr(1);
+    else if (StringRef(d).starts_with("$SYSROOT"))
+      d = env_.sysroot + d.substr(8);
+    return d + "/" + file;
+  }
+
+  std::string search(const std::string &file) const {
+    for (const std::string &dir : search_)
+      if (exists(in_dir(dir, file)))
+        return in_dir(dir, file);
+    return {};
+  }
+
+  void fingerprint(const std::string &path) {
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0)
+      return;
+    env_.fingerprints.push_back(path + " " + std::to_string(st.st_size) + " " +
+                                std::to_string(st.st_mtim.tv_sec) + "." +
+                                std::to_string(st.st_mtim.tv_nsec));
+  }
+
+  // As lld decides it (ScriptParser's isUnderSysroot): some parent of the
+  // script's path, as written, is the sysroot directory.
+  bool under_sysroot(const std::string &path) const {
+    if (env_.sysroot.empty())
+      return false;
+    for (StringRef p = path; !p.empty(); p = llvm::sys::path::parent_path(p))
+      if (llvm::sys::fs::equivalent(env_.sysroot, p))
+        return true;
+    return false;
+  }
+
+  // A library's linker script: OUTPUT_FORMAT, GROUP, INPUT and AS_NEEDED
+  // are all that libc.so, libm.so and libgcc_s.so use; anything else
+  // passes the line to lld as is.
+  bool script(const std::string &path, StringRef text, bool as_needed,
+              std::vector<RuntimeItem> &out, int depth) {
+    std::vector<std::string> tokens;
+    for (std::size_t i = 0; i < text.size();) {
+      char c = text[i];
+      if (c == '/' && i + 1 < text.size() && text[i + 1] == '*') {
+        std::size_t end = text.find("*/", i + 2);
+        if (end == StringRef::npos)
+          return fail("unterminated comment in " + path);
+        i = end + 2;
+      } else if (c == '(' || c == ')') {
+        tokens.push_back(std::string(1, c));
+        ++i;
+      } else if (std::isspace(static_cast<unsigned char>(c)) || c == ',') {
+        ++i;
+      } else if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) > 0x7e) {
+        return fail(path + " is neither an object, an archive, a shared object nor a linker script");
+      } else {
+        std::size_t j = i;
+        while (j < text.size() && !std::isspace(static_cast<unsigned char>(text[j])) &&
+               text[j] != '(' && text[j] != ')' && text[j] != ',')
+          ++j;
+        tokens.push_back(text.substr(i, j - i).str());
+        i = j;
+      }
+    }
+    bool sysroot_prefix = under_sysroot(path);
+    std::string dir = llvm::sys::path::parent_path(path).str();
+    std::size_t i = 0;
+    std::function<bool(bool, int)> list = [&](bool needed, int level) -> bool {
+      // After "(": entries up to the matching ")".
+      while (i < tokens.size() && tokens[i] != ")") {
+        const std::string &t = tokens[i++];
+        if (t == "AS_NEEDED") {
+          if (i >= tokens.size() || tokens[i] != "(")
+            return fail("AS_NEEDED without ( in " + path);
+          ++i;
+          if (!list(true, level + 1))
+            return false;
+          continue;
+        }
+        if (StringRef(t).starts_with("-l")) {
+          if (!add_library(t.substr(2), needed, false, out, depth + 1))
+            return false;
+          continue;
+        }
+        std::string file;
+        if (sysroot_prefix && StringRef(t).starts_with("/"))
+          file = env_.sysroot + t;
+        else if (StringRef(t).starts_with("/"))
+          file = t;
+        else if (StringRef(t).starts_with("="))
+          file = env_.sysroot.empty() ? t.substr(1) : env_.sysroot + "/" + t.substr(1);
+        else if (exists(dir + "/" + t))
+          file = dir + "/" + t;
+        else
+          file = search(t);
+        if (file.empty() || !exists(file))
+          return fail("cannot find " + t + " named by " + path);
+        if (!add_file(file, needed, out, depth + 1))
+          return false;
+      }
+      if (i >= tokens.size())
+        return fail("unbalanced ( in " + path);
+      ++i; // ")"
+      return true;
+    };
+    while (i < tokens.size()) {
+      const std::string &cmd = tokens[i++];
+      if (i >= tokens.size() || tokens[i] != "(")
+        return fail("unsupported linker script command '" + cmd + "' in " + path);
+      ++i;
+      if (cmd == "OUTPUT_FORMAT" || cmd == "OUTPUT_ARCH") {
+        while (i < tokens.size() && tokens[i] != ")")
+          ++i;
+        ++i;
+      } else if (cmd == "GROUP" || cmd == "INPUT") {
+        if (!list(as_needed, 0))
+          return false;
+      } else {
+        return fail("unsupported linker script command '" + cmd + "' in " + path);
+      }
+    }
+    return true;
+  }
+
+  RuntimeEnvironment &env_;
+  const std::vector<std::string> &search_;
+};
+
+// lld's options whose value is the next argument (among those a driver's
+// link line can hold before or after the inputs).
+bool takes_value(StringRef a) {
+  return a == "-m" || a == "-z" || a == "-L" || a == "-l" || a == "-T" || a == "-e" ||
+         a == "-u" || a == "-soname" || a == "-rpath" || a == "-dynamic-linker" ||
+         a == "--dynamic-linker" || a == "-plugin" || a == "-plugin-opt" || a == "-y" ||
+         a == "--version-script" || a == "-hash-style";
+}
+
+std::uint16_t elf_machine(const TargetInfo &t) {
+  return t.arch == exports::Arch::AArch64 ? llvm::ELF::EM_AARCH64 : llvm::ELF::EM_X86_64;
+}
+
+// Resolves the line's libraries and scripts to files. On failure the
+// environment still links, with the line as the driver gave it.
+void expand(RuntimeEnvironment &env, const TargetInfo &target) {
+  std::vector<std::string> search;
+  for (std::size_t i = 0; i < env.line.size(); ++i) {
+    StringRef a(env.line[i]);
+    if (a == "-L" && i + 1 < env.line.size())
+      search.push_back(env.line[i + 1]);
+    else if (a.starts_with("-L") && a.size() > 2)
+      search.push_back(a.substr(2).str());
+  }
+  Resolver r(env, search);
+  r.machine_ = elf_machine(target);
+  bool as_needed = false, is_static = false;
+  std::vector<std::pair<bool, bool>> states;
+  bool ok = true;
+  for (std::size_t i = 0; i < env.line.size() && ok; ++i) {
+    std::vector<RuntimeItem> &out = i < env.input_position ? env.before : env.after;
+    StringRef a(env.line[i]);
+    if (a == "--as-needed") as_needed = true;
+    else if (a == "--no-as-needed") as_needed = false;
+    else if (a == "-Bstatic" || a == "-static" || a == "-dn" || a == "-non_shared") is_static = true;
+    else if (a == "-Bdynamic" || a == "-dy" || a == "-call_shared") is_static = false;
+    else if (a == "--push-state") states.emplace_back(as_needed, is_static);
+    else if (a == "--pop-state") {
+      if (!states.empty()) {
+        std::tie(as_needed, is_static) = states.back();
+        states.pop_back();
+      }
+    } else if (a == "--start-group" || a == "--end-group" || a == "-(" || a == "-)") {
+      // lld resolves archives in any order
+    } else if (a == "-L" && i + 1 < env.line.size()) {
+      ++i;
+    } else if (a.starts_with("-L")) {
+      // searched above
+    } else if (a == "-l" && i + 1 < env.line.size()) {
+      ok = r.add_library(env.line[++i], as_needed, is_static, out);
+    } else if (a.starts_with("-l")) {
+      ok = r.add_library(a.substr(2).str(), as_needed, is_static, out);
+    } else if (a.starts_with("-")) {
+      out.push_back({RuntimeItem::Kind::Flag, a.str(), false, -1});
+      if (takes_value(a) && i + 1 < env.line.size())
+        out.push_back({RuntimeItem::Kind::Flag, env.line[++i], false, -1});
+    } else {
+      ok = exists(a.str()) ? r.add_file(a.str(), as_needed, out)
+                           : (r.why = a.str() + " does not exist", false);
+    }
+  }
+  env.expanded = ok;
+  if (!ok) {
+    env.not_expanded = r.why;
+    env.before.clear();
+    env.after.clear();
+  }
+}
+
+// Whether the line finds a C library for the target: -lc must resolve to a
+// libc.so of the target's machine (a cross line without its toolchain
+// keeps host directories such as /usr/lib, and bare startup object names).
+void find_libc(RuntimeEnvironment &env, const TargetInfo &target) {
+  const RuntimeEnvironment *resolved = &env;
+  RuntimeEnvironment probe;
+  if (!env.expanded) {
+    // Resolve -lc alone, in the line's directories.
+    probe.sysroot = env.sysroot;
+    std::vector<std::string> search;
+    for (const std::string &a : env.line)
+      if (StringRef(a).starts_with("-L") && a.size() > 2)
+        search.push_back(a.substr(2));
+    Resolver r(probe, search);
+    r.machine_ = elf_machine(target);
+    std::vector<RuntimeItem> items;
+    if (!r.add_library("c", false, false, items)) {
+      env.missing = "no C library for " + target.triple + " (" + r.why + "; searched:";
+      for (const std::string &d : search)
+        env.missing += " " + d;
+      env.missing += ")";
+      return;
+    }
+    resolved = &probe;
+  }
+  for (const SharedLibrary &s : resolved->shared)
+    if (StringRef(s.soname).starts_with("libc.so")) {
+      env.has_libc = true;
+      return;
+    }
+  env.missing = "no libc.so for " + target.triple + " on the link line";
+}
+
+struct EnvKey {
+  std::string triple, sysroot;
+  CxxLibrary cxx;
+  bool operator<(const EnvKey &o) const {
+    return std::tie(triple, sysroot, cxx) < std::tie(o.triple, o.sysroot, o.cxx);
+  }
+};
+
+std::mutex g_env_mutex;
+std::map<EnvKey, std::shared_ptr<const RuntimeEnvironment>> g_envs;
+
+} // namespace
+
+Expected<std::shared_ptr<const RuntimeEnvironment>>
+runtime_environment(const TargetInfo &target, const std::string &sysroot, CxxLibrary cxx) {
+  EnvKey key{target.triple, sysroot, cxx};
+  std::lock_guard<std::mutex> lock(g_env_mutex);
+  auto it = g_envs.find(key);
+  if (it != g_envs.end())
+    return it->second;
+  auto t0 = std::chrono::steady_clock::now();
+  auto line = driver_link_line(target, sysroot, cxx);
+  if (!line)
+    return line.take_error();
+  auto env = std::make_shared<RuntimeEnvironment>();
+  env->triple = target.triple;
+  env->sysroot = sysroot;
+  env->cxx = cxx;
+  env->line = std::move(line->args);
+  env->input_position = line->input_position;
+  expand(*env, target);
+  find_libc(*env, target);
+  // A shared library's reference to a name an archive defines extracts
+  // that member in lld as an input's would: such archives are always
+  // linked, and the stubs carry those references.
+  for (ArchiveSymbols &a : env->archives)
+    for (const SharedLibrary &s : env->shared)
+      for (const auto &u : s.undefined)
+        if (a.defined.count(u.getKey()))
+          a.shared_references.push_back(u.getKey().str());
+  env->build_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  g_envs.emplace(key, env);
+  return std::shared_ptr<const RuntimeEnvironment>(env);
+}
+
+// ---------------------------------------------------------------------------
+// 3. One link's arguments.
+
+namespace {
+
+RuntimeLink compute_runtime_link(const RuntimeEnvironment &env,
+                                 std::unordered_set<std::string_view> names, bool exact) {
+  RuntimeLink rl;
+  auto plain = [](const std::string &s) { return Arg{s, false, {}, {}}; };
+  if (exact || !env.expanded) {
+    for (std::size_t i = 0; i < env.line.size(); ++i)
+      (i < env.input_position ? rl.before : rl.after).push_back(plain(env.line[i]));
+    rl.used = env.summary;
+    return rl;
+  }
+  // The names lld can meet: the inputs', the startup objects', and those
+  // of every archive something among them references (members are
+  // extracted for such names; an archive nothing references adds nothing).
+  for (const std::string &n : env.startup_names)
+    names.insert(n);
+  std::vector<bool> archive_in(env.archives.size(), false);
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (std::size_t a = 0; a < env.archives.size(); ++a) {
+      if (archive_in[a])
+        continue;
+      const ArchiveSymbols &arch = env.archives[a];
+      bool needed = !arch.shared_references.empty();
+      for (auto n = names.begin(); !needed && n != names.end(); ++n)
+        needed = arch.defined.count(llvm::StringRef(n->data(), n->size())) != 0;
+      if (!needed)
+        continue;
+      archive_in[a] = true;
+      for (const std::string &n : arch.names)
+        names.insert(n);
+      for (const std::string &n : arch.shared_references)
+        names.insert(n); // so that the stubs carry those references
+      grew = true;
+    }
+  }
+  std::vector<std::string_view> sorted(names.begin(), names.end());
+  std::sort(sorted.begin(), sorted.end());
+  bool as_needed = false;
+  auto emit = [&](const std::vector<RuntimeItem> &items, std::vector<Arg> &out) {
+    for (const RuntimeItem &it : items) {
+      switch (it.kind) {
+      case RuntimeItem::Kind::Flag:
+        out.push_back(plain(it.text));
+        break;
+      case RuntimeItem::Kind::Object:
+        out.push_back(plain(it.text));
+        rl.used.push_back(llvm::sys::path::filename(it.text).str());
+        break;
+      case RuntimeItem::Kind::Archive:
+        if (!archive_in[it.index])
+          break;
+        out.push_back(plain(it.text));
+        rl.used.push_back(llvm::sys::path::filename(it.text).str());
+        break;
+      case RuntimeItem::Kind::Shared: {
+        const SharedLibrary &lib = env.shared[it.index];
+        if (it.as_needed != as_needed) {
+          out.push_back(plain(it.as_needed ? "--as-needed" : "--no-as-needed"));
+          as_needed = it.as_needed;
+        }
+        std::string name = "rt" + std::to_string(it.index) + "-" + lib.soname;
+        rl.files.push_back(JobFile::own(name, write_stub(lib, sorted)));
+        rl.files.back().keyed = false; // follows from the inputs and the fingerprints
+        out.push_back(Arg{{}, true, name, "<stub of " + lib.path + ">"});
+        rl.display_names.emplace_back(name, lib.path);
+        rl.used.push_back(lib.soname);
+        break;
+      }
+      }
+    }
+  };
+  emit(env.before, rl.before);
+  emit(env.after, rl.after);
+  if (as_needed)
+    rl.after.push_back(plain("--no-as-needed"));
+  return rl;
+}
+
+} // namespace
+
+std::shared_ptr<const RuntimeLink> runtime_link(const RuntimeEnvironment &env,
+                                                const std::unordered_set<std::string_view> &names,
+                                                bool exact) {
+  // The memo key: the sorted names (or "exact").
+  std::string key;
+  if (exact || !env.expanded) {
+    key = "\1exact";
+  } else {
+    std::vector<std::string_view> sorted(names.begin(), names.end());
+    std::sort(sorted.begin(), sorted.end());
+    for (std::string_view n : sorted) {
+      key.append(n.data(), n.size());
+      key += '\0';
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(env.memo_mutex);
+    auto it = env.memo.find(key);
+    if (it != env.memo.end())
+      return it->second;
+  }
+  auto rl = std::make_shared<const RuntimeLink>(compute_runtime_link(env, names, exact));
+  std::lock_guard<std::mutex> lock(env.memo_mutex);
+  if (env.memo.size() >= 256)
+    env.memo.clear(); // a bound: held answers stay valid through their shared_ptr
+  env.memo.emplace(std::move(key), rl);
+  return rl;
+}
+
+// ---------------------------------------------------------------------------
+// 4. Shared libraries and their stubs.
+
+Expected<SharedLibrary> read_shared_library(const std::string &path) {
+  using ELFT = llvm::object::ELF64LE;
+  using namespace llvm::ELF;
+  auto fail = [&](std::string why) {
+    return make_error(ErrorCode::InvalidInput, std::move(why), path, {},
+                      "reinstall the package that owns it");
+  };
+  auto buf = llvm::MemoryBuffer::getFile(path, false, false);
+  if (!buf)
+    return fail("cannot read: " + buf.getError().message());
+  StringRef bytes = (*buf)->getBuffer();
+  if (bytes.size() < 16 || bytes[EI_CLASS] != ELFCLASS64 || bytes[EI_DATA] != ELFDATA2LSB)
+    return fail("not a 64-bit little-endian ELF shared object");
+  auto file = llvm::object::ELFFile<ELFT>::create(bytes);
+  if (!file)
+    return fail(llvm::toString(file.takeError()));
+  const auto &obj = *file;
+  SharedLibrary lib;
+  lib.path = path;
+  std::memcpy(lib.ident, obj.getHeader().e_ident, 16);
+  lib.machine = obj.getHeader().e_machine;
+  lib.flags = obj.getHeader().e_flags;
+  auto sections = obj.sections();
+  if (!sections)
+    return fail(llvm::toString(sections.takeError()));
+  const ELFT::Shdr *dynsym = nullptr, *versym = nullptr, *verdef = nullptr, *dynamic = nullptr;
+  for (const ELFT::Shdr &s : *sections) {
+    if (s.sh_type == SHT_DYNSYM) dynsym = &s;
+    else if (s.sh_type == SHT_GNU_versym) versym = &s;
+    else if (s.sh_type == SHT_GNU_verdef) verdef = &s;
+    else if (s.sh_type == SHT_DYNAMIC) dynamic = &s;
+  }
+  if (!dynsym)
+    return fail("has no dynamic symbol table");
+  auto strtab = obj.getStringTableForSymtab(*dynsym);
+  if (!strtab)
+    return fail(llvm::toString(strtab.takeError()));
+  auto syms = obj.symbols(dynsym);
+  if (!syms)
+    return fail(llvm::toString(syms.takeError()));
+  llvm::ArrayRef<ELFT::Versym> versyms;
+  if (versym) {
+    auto v = obj.template getSectionContentsAsArray<ELFT::Versym>(*versym);
+    if (!v)
+      return fail(llvm::toString(v.takeError()));
+    versyms = *v;
+  }
+  if (verdef) {
+    auto defs = obj.getVersionDefinitions(*verdef);
+    if (!defs)
+      return fail(llvm::toString(defs.takeError()));
+    for (const llvm::object::VerDef &d : *defs)
+      lib.versions.push_back({d.Ndx, d.Flags, d.Hash, d.Name});
+  }
+  if (dynamic) {
+    auto dyn = obj.template getSectionContentsAsArray<ELFT::Dyn>(*dynamic);
+    if (!dyn)
+      return fail(llvm::toString(dyn.takeError()));
+    for (const ELFT::Dyn &d : *dyn)
+      if (d.d_tag == DT_SONAME && d.getVal() < strtab->size())
+        lib.soname = strtab->data() + d.getVal();
+  }
+  if (lib.soname.empty())
+    lib.soname = llvm::sys::path::filename(path).str();
+  for (std::size_t i = dynsym->sh_info; i < syms->size(); ++i) {
+    const ELFT::Sym &s = (*syms)[i];
+    if (s.st_name >= strtab->size() || s.getBinding() == STB_LOCAL)
+      continue;
+    std::string name = strtab->data() + s.st_name;
+    std::uint16_t ver = i < versyms.size() ? versyms[i].vs_index : 1;
+    if (s.st_shndx == SHN_UNDEF) {
+      // lld names a versioned reference of a shared library NAME@VER,
+      // which only meets a definition of that exact version.
+      if ((ver & ~VERSYM_HIDDEN) <= VER_NDX_GLOBAL)
+        lib.undefined.insert(name);
+      continue;
+    }
+    lib.defined[name].push_back(StubSymbol{s.st_info, s.st_other, ver, s.st_value, s.st_size});
+  }
+  return lib;
+}
+
+namespace {
+
+template <class T> void put(std::vector<std::uint8_t> &out, std::size_t at, const T &v) {
+  std::memcpy(out.data() + at, &v, sizeof v);
+}
+
+std::size_t align_to(std::size_t n, std::size_t a) { return (n + a - 1) / a * a; }
+
+} // namespace
+
+std::vector<std::uint8_t> write_stub(const SharedLibrary &lib,
+                                     const std::vector<std::string_view> &wanted) {
+  using ELFT = llvm::object::ELF64LE;
+  using namespace llvm::ELF;
+  // The string table: the soname, every version name, then symbol names.
+  std::string strtab(1, '\0');
+  auto add_str = [&](const std::string &s) {
+    std::uint32_t off = std::uint32_t(strtab.size());
+    strtab += s;
+    strtab += '\0';
+    return off;
+  };
+  std::uint32_t soname = add_str(lib.soname);
+  std::vector<std::uint32_t> version_names;
+  for (const SharedLibrary::Version &v : lib.versions)
+    version_names.push_back(add_str(v.name));
+  struct Entry {
+    std::uint32_t name;
+    StubSymbol sym;
+    bool defined;
+  };
+  std::vector<Entry> entries;
+  // `wanted` is sorted: the stub's bytes do not depend on a set's order.
+  for (std::string_view n : wanted) {
+    llvm::StringRef name(n.data(), n.size());
+    auto it = lib.defined.find(name);
+    if (it != lib.defined.end()) {
+      std::uint32_t off = add_str(name.str());
+      for (const StubSymbol &s : it->second)
+        entries.push_back({off, s, true});
+    } else if (lib.undefined.count(name)) {
+      entries.push_back({add_str(name.str()), StubSymbol{std::uint8_t((STB_GLOBAL << 4) | STT_NOTYPE), 0, 1, 0, 0}, false});
+    }
+  }
+  const std::size_t nsyms = entries.size() + 1;
+  const std::string shstrtab =
+      std::string("\0.dynsym\0.dynstr\0.gnu.version\0.gnu.version_d\0.dynamic\0.shstrtab\0", 64);
+  const std::uint32_t sh_name[7] = {0, 1, 9, 17, 30, 45, 54};
+  const std::size_t kVerdef = sizeof(ELFT::Verdef), kVerdaux = sizeof(ELFT::Verdaux);
+
+  std::size_t off_dynsym = sizeof(ELFT::Ehdr);
+  std::size_t off_dynstr = off_dynsym + nsyms * sizeof(ELFT::Sym);
+  std::size_t off_versym = align_to(off_dynstr + strtab.size(), 2);
+  std::size_t off_verdef = align_to(off_versym + nsyms * 2, 8);
+  std::size_t size_verdef = lib.versions.size() * (kVerdef + kVerdaux);
+  std::size_t off_dynamic = align_to(off_verdef + size_verdef, 8);
+  std::size_t size_dynamic = 2 * sizeof(ELFT::Dyn);
+  std::size_t off_shstrtab = off_dynamic + size_dynamic;
+  std::size_t off_shdrs = align_to(off_shstrtab + shstrtab.size(), 8);
+  std::vector<std::uint8_t> out(off_shdrs + 7 * sizeof(ELFT::Shdr), 0);
+
+  ELFT::Ehdr eh{};
+  std::memcpy(eh.e_ident, lib.ident, 16);
+  eh.e_type = ET_DYN;
+  eh.e_machine = lib.machine;
+  eh.e_version = EV_CURRENT;
+  eh.e_shoff = off_shdrs;
+  eh.e_flags = lib.flags;
+  eh.e_ehsize = sizeof(ELFT::Ehdr);
+  eh.e_shentsize = sizeof(ELFT::Shdr);
+  eh.e_shnum = 7;
+  eh.e_shstrndx = 6;
+  put(out, 0, eh);
+
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    ELFT::Sym s{};
+    s.st_name = entries[i].name;
+    s.st_info = entries[i].sym.info;
+    s.st_other = entries[i].sym.other;
+    s.st_shndx = entries[i].defined ? SHN_ABS : SHN_UNDEF;
+    s.st_value = entries[i].sym.value;
+    s.st_size = entries[i].sym.size;
+    put(out, off_dynsym + (i + 1) * sizeof(ELFT::Sym), s);
+    put(out, off_versym + (i + 1) * 2, std::uint16_t(entries[i].sym.versym));
+  }
+  std::memcpy(out.data() + off_dynstr, strtab.data(), strtab.size());
+  for (std::size_t i = 0; i < lib.versions.size(); ++i) {
+    const SharedLibrary::Version &v = lib.versions[i];
+    std::size_t at = off_verdef + i * (kVerdef + kVerdaux);
+    ELFT::Verdef d{};
+    d.vd_version = VER_DEF_CURRENT;
+    d.vd_flags = v.flags;
+    d.vd_ndx = v.ndx;
+    d.vd_cnt = 1;
+    d.vd_hash = v.hash;
+    d.vd_aux = kVerdef;
+    d.vd_next = i + 1 < lib.versions.size() ? kVerdef + kVerdaux : 0;
+    put(out, at, d);
+    ELFT::Verdaux a{};
+    a.vda_name = version_names[i];
+    a.vda_next = 0;
+    put(out, at + kVerdef, a);
+  }
+  ELFT::Dyn dyn[2]{};
+  dyn[0].d_tag = DT_SONAME;
+  dyn[0].d_un.d_val = soname;
+  dyn[1].d_tag = DT_NULL;
+  std::memcpy(out.data() + off_dynamic, dyn, sizeof dyn);
+  std::memcpy(out.data() + off_shstrtab, shstrtab.data(), shstrtab.size());
+
+  auto shdr = [&](int index, std::uint32_t type, std::size_t offset, std::size_t size,
+                  std::uint32_t link, std::uint32_t info, std::size_t align, std::size_t entsize) {
+    ELFT::Shdr h{};
+    h.sh_name = sh_name[index];
+    h.sh_type = type;
+    h.sh_flags = (type == SHT_STRTAB && index == 6) ? 0 : SHF_ALLOC;
+    h.sh_offset = offset;
+    h.sh_size = size;
+    h.sh_link = link;
+    h.sh_info = info;
+    h.sh_addralign = align;
+    h.sh_entsize = entsize;
+    put(out, off_shdrs + index * sizeof(ELFT::Shdr), h);
+  };
+  shdr(1, SHT_DYNSYM, off_dynsym, nsyms * sizeof(ELFT::Sym), 2, 1, 8, sizeof(ELFT::Sym));
+  shdr(2, SHT_STRTAB, off_dynstr, strtab.size(), 0, 0, 1, 0);
+  shdr(3, SHT_GNU_versym, off_versym, nsyms * 2, 1, 0, 2, 2);
+  shdr(4, SHT_GNU_verdef, off_verdef, size_verdef, 2, std::uint32_t(lib.versions.size()), 8, 0);
+  shdr(5, SHT_DYNAMIC, off_dynamic, size_dynamic, 2, 0, 8, sizeof(ELFT::Dyn));
+  shdr(6, SHT_STRTAB, off_shstrtab, shstrtab.size(), 0, 0, 1, 0);
+  return out;
+}
+
+} // namespace hotlink::detail

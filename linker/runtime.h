@@ -1,0 +1,151 @@
+// Internal. The runtime environment of an ELF link: what a compiler driver
+// adds to `-shared` for a target (startup objects, library directories,
+// -lc with its symbol versions, libgcc / libgcc_s, the C++ runtime,
+// --eh-frame-hdr, --build-id, --hash-style=gnu). hotlink does not know any
+// platform's link line itself: clang's driver (libclang-cpp) computes it,
+// exactly as `clang -shared -fuse-ld=lld --target=T [--sysroot=S]` would.
+//
+// Contract:
+// - runtime_environment() computes an environment once per (target,
+//   sysroot, C++ runtime) and process, and hands back the same one after
+//   that: a warm link never asks the driver or probes the file system
+//   again (a C library upgraded under a running process is seen by the
+//   next process; the fingerprints in the cache key say which files it
+//   used).
+// - An environment without a C library (a cross target with no toolchain
+//   installed and no --sysroot) says so (has_libc false, `missing` says
+//   what was looked for); the planner then links bare and warns.
+// - runtime_link() gives the arguments of one link. lld's cost grows with
+//   every symbol of every library it reads (libc.so.6 alone has ~3,000:
+//   ~1 ms), so by default the shared libraries reach lld as interface
+//   stubs that hold only the symbols this link's objects name, with their
+//   versions, types and sonames; archives nothing can reference are left
+//   out. lld resolves against them as against the real files (the tests
+//   check the artifacts are byte-identical); `exact` passes the real line.
+#pragma once
+
+#include "exports/error.h"
+#include "exports/symbols.h"
+#include "linker/job.h"
+#include "linker/target.h"
+
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+namespace hotlink::detail {
+
+enum class CxxLibrary { None, Libstdcxx, Libcxx };
+const char *to_string(CxxLibrary c); // "none", "libstdc++", "libc++"
+
+// One dynamic symbol definition of a shared library, as a stub repeats it.
+struct StubSymbol {
+  std::uint8_t info = 0, other = 0;
+  std::uint16_t versym = 1; // with VERSYM_HIDDEN for name@VER (non-default)
+  std::uint64_t value = 0, size = 0;
+};
+
+// What a stub needs of one shared library.
+struct SharedLibrary {
+  std::string path;   // the real file
+  std::string soname; // DT_SONAME (the file name without one)
+  unsigned char ident[16] = {};
+  std::uint16_t machine = 0;
+  std::uint32_t flags = 0;
+  struct Version {
+    std::uint16_t ndx = 0, flags = 0;
+    std::uint32_t hash = 0;
+    std::string name;
+  };
+  std::vector<Version> versions; // its version definitions, in file order
+  llvm::StringMap<std::vector<StubSymbol>> defined; // by name
+  llvm::StringSet<> undefined; // unversioned references of its own
+};
+
+// What the closure over archives needs of one archive: every name its
+// members define and reference.
+struct ArchiveSymbols {
+  llvm::StringSet<> defined;
+  std::vector<std::string> names; // defined or referenced
+  // Names the environment's shared libraries reference that it defines.
+  std::vector<std::string> shared_references;
+};
+
+struct RuntimeItem {
+  enum class Kind { Flag, Object, Archive, Shared };
+  Kind kind = Kind::Flag;
+  std::string text; // the flag, or the file's path
+  bool as_needed = false;
+  int index = -1; // Archive: into archives; Shared: into shared
+};
+
+struct RuntimeEnvironment {
+  std::string triple;
+  std::string sysroot;
+  CxxLibrary cxx = CxxLibrary::None;
+  bool has_libc = false;
+  std::string missing; // without a C library: what was looked for, where
+  // The driver's link line, minus -o and its placeholder input; the
+  // inputs go at `input_position`.
+  std::vector<std::string> line;
+  std::size_t input_position = 0;
+  // The same line with every -l resolved to files and every linker script
+  // (libc.so, libgcc_s.so, ...) expanded, when that was possible; stubs
+  // stand in for its shared libraries.
+  bool expanded = false;
+  std::string not_expanded; // why not
+  std::vector<RuntimeItem> before, after;
+  std::vector<SharedLibrary> shared;
+  std::vector<ArchiveSymbols> archives;
+  std::vector<std::string> startup_names; // of the startup objects
+  // "path size mtime" of every file the line resolves to: in the cache key.
+  std::vector<std::string> fingerprints;
+  // File names of the libraries and objects it adds, for LinkResult.
+  std::vector<std::string> summary;
+  double build_ms = 0; // what computing it took (driver + indexing)
+  // runtime_link()'s answers by the set of names they were asked for (a
+  // JIT links kernels that name the same functions again and again).
+  mutable std::mutex memo_mutex;
+  mutable std::unordered_map<std::string, std::shared_ptr<const struct RuntimeLink>> memo;
+};
+
+Expected<std::shared_ptr<const RuntimeEnvironment>>
+runtime_environment(const TargetInfo &target, const std::string &sysroot, CxxLibrary cxx);
+
+// The environment's part of one link.
+struct RuntimeLink {
+  std::vector<Arg> before, after;
+  std::vector<JobFile> files; // the stubs
+  std::vector<std::pair<std::string, std::string>> display_names;
+  std::vector<std::string> used; // file names of what reached lld
+};
+
+// `names` holds every symbol name the link's own objects reference (C++
+// names mangled, versions stripped). Memoized per environment and set of
+// names; the answer's stubs stay valid as long as it is held.
+std::shared_ptr<const RuntimeLink> runtime_link(const RuntimeEnvironment &env,
+                                                const std::unordered_set<std::string_view> &names,
+                                                bool exact);
+
+// An ELF shared object that lld reads as `lib` holding only the symbols in
+// `names` (definitions with every version, and the library's own
+// undefined references among them).
+std::vector<std::uint8_t> write_stub(const SharedLibrary &lib,
+                                     const std::vector<std::string_view> &sorted_names);
+
+// Reads what a stub needs of a shared library. Errors name the file.
+Expected<SharedLibrary> read_shared_library(const std::string &path);
+
+// Whether a symbol name is one the C++ runtime provides or that C++ code
+// reaches it through (operator new/delete, __cxa_*, personality, std::).
+bool is_cxx_runtime_symbol(std::string_view name);
+
+} // namespace hotlink::detail
