@@ -676,6 +676,22 @@ Expected<Member> collect_bitcode(MemoryBufferRef buf, const std::string &member,
   return m;
 }
 
+bool has_startup_sections(const ObjectFile &obj) {
+  if (!isa<ELFObjectFileBase>(&obj))
+    return false;
+  for (const SectionRef &sec : obj.sections()) {
+    auto n = sec.getName();
+    if (!n) {
+      consumeError(n.takeError());
+      continue;
+    }
+    if (*n == ".init" || *n == ".fini" || *n == ".tm_clone_table" || *n == ".ctors" ||
+        *n == ".dtors" || n->starts_with(".ctors.") || n->starts_with(".dtors."))
+      return true;
+  }
+  return false;
+}
+
 // GCC's -flto objects hold GIMPLE in .gnu.lto_* sections; a slim one (the
 // default) holds nothing else and marks itself with __gnu_lto_slim.
 std::optional<Error> refuse_gcc_lto(const std::vector<Symbol> &symbols, std::size_t first,
@@ -782,6 +798,8 @@ Expected<ObjectInfo> read_object_unguarded(const void *data, std::size_t size,
         return ok.take_error();
       if (auto e = refuse_gcc_lto(info.symbols, first, name, member))
         return *e;
+      if (auto *o = dyn_cast<ObjectFile>(sf))
+        info.startup_sections |= has_startup_sections(*o);
       if (auto *o = dyn_cast<ObjectFile>(sf)) {
         collect_default_libs(*o, info.default_libs);
         if (branch_info)
@@ -812,6 +830,7 @@ Expected<ObjectInfo> read_object_unguarded(const void *data, std::size_t size,
     return ok.take_error();
   if (auto e = refuse_gcc_lto(info.symbols, 0, name, {}))
     return *e;
+  info.startup_sections = has_startup_sections(*obj);
   collect_default_libs(*obj, info.default_libs);
   if (branch_info)
     if (auto e = mark_branch_only(*obj, info.symbols, 0, name))

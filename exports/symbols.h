@@ -49,6 +49,10 @@ struct ObjectInfo {
   // LLVM bitcode (clang -flto / -flto=thin), alone or among an archive's
   // members: lld compiles it (LTO). Format and arch come from its triple.
   bool bitcode = false;
+  // ELF: has sections the startup objects frame or run (.init, .fini,
+  // .ctors, .dtors, .tm_clone_table), so a link must include crti.o and
+  // crtbeginS.o and their ends.
+  bool startup_sections = false;
 };
 
 // Reads a relocatable object, an LLVM bitcode file, or an archive of them.

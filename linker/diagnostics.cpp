@@ -193,6 +193,15 @@ std::vector<Diagnostic> parse_diagnostics(const Job &job,
   return out;
 }
 
+bool needs_every_error(const std::vector<Diagnostic> &diags) {
+  bool truncated = false, position = false;
+  for (const Diagnostic &d : diags) {
+    truncated |= d.message.find("too many errors emitted") != std::string::npos;
+    position |= position_dependent(d);
+  }
+  return truncated && position;
+}
+
 Error link_error(const std::vector<Diagnostic> &diags, const Plan &plan, const LinkRequest &req,
                  const std::string &fallback) {
   for (const Diagnostic &d : diags) {

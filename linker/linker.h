@@ -70,6 +70,16 @@ enum class Runtime { Auto, None };
 // symbols), else none.
 enum class CxxRuntime { Auto, Libstdcxx, Libcxx, None };
 
+// ELF with the runtime environment: when the startup objects (crti.o,
+// crtbeginS.o, crtendS.o, crtn.o) are linked. Needed: when the link uses
+// what they provide: __dso_handle (atexit, pthread_atfork, C++ static and
+// thread_local destructors: crtbeginS.o runs __cxa_finalize for them at
+// unload), .init/.fini/.ctors/.dtors/.tm_clone_table sections, profiling
+// (mcount, __gmon_start__), or bitcode (whose sections are not known
+// before LTO); otherwise they would run nothing, and lld spends ~20% of a
+// small link on them. Always: every link, as `clang -shared`.
+enum class StartupObjects { Needed, Always };
+
 struct LinkRequest {
   std::string target;                 // LLVM triple; empty = the host
   std::vector<Input> inputs;
@@ -96,8 +106,10 @@ struct LinkRequest {
   CxxRuntime cxx_runtime = CxxRuntime::Auto; // ELF
   // ELF: with the runtime environment, shared libraries reach lld as
   // stubs holding only the symbols the link names (same artifact, a
-  // fraction of lld's time); false passes the real files.
+  // fraction of lld's time); false passes the driver's line as it is (the
+  // real files, and every startup object).
   bool runtime_stubs = true;
+  StartupObjects startup_objects = StartupObjects::Needed; // ELF
   std::string soname;         // ELF: DT_SONAME; empty = the output's file name
   // ELF: a version script of the user's (e.g. a library's version nodes),
   // merged with the export policy: the names its nodes list are exported
@@ -169,6 +181,10 @@ struct LinkResult {
   // "libc.so.6", "libgcc.a", ...), in link order; empty for a bare link.
   std::vector<std::string> runtime;
   std::vector<Diagnostic> diagnostics; // everything lld said
+  // lld's command line, one argument per element (argv[0] is the flavor);
+  // files hotlink writes for lld are named "<scratch>/NAME". Empty on a
+  // cache hit.
+  std::vector<std::string> command;
   std::string executed_by;             // "in-process", "worker" or "cache"
   CacheUse cache = CacheUse::Off;
   std::string cache_key;               // 64 hex digits, when cached

@@ -408,30 +408,44 @@ private:
 
   // --- 4. The runtime environment -------------------------------------------
 
-  // Every undefined name of the inputs, versions stripped: what the
-  // runtime's stubs must hold.
-  std::unordered_set<std::string_view> undefined_names() const {
-    std::unordered_set<std::string_view> names;
+  // One pass over the inputs' symbols for what the runtime step needs:
+  // every undefined name, versions stripped (what the stubs must hold),
+  // whether one looks like the C++ runtime's, and whether an input defines
+  // a .symver'ed name.
+  struct SymbolScan {
+    std::unordered_set<std::string_view> undefined;
+    bool cxx_reference = false, versioned_definition = false;
+  };
+  SymbolScan scan_symbols() const {
+    SymbolScan scan;
     for (const Loaded &l : loaded_)
-      for (const exports::Symbol &s : l.info.symbols)
-        if (!s.defined)
-          names.insert(base_name(s.name));
-    return names;
+      for (const exports::Symbol &s : l.info.symbols) {
+        if (s.defined) {
+          scan.versioned_definition |= s.name.find('@') != std::string::npos;
+          continue;
+        }
+        scan.undefined.insert(base_name(s.name));
+        scan.cxx_reference |= is_cxx_runtime_symbol(s.name);
+      }
+    return scan;
   }
 
-  CxxLibrary cxx_library(const std::unordered_set<std::string_view> &undefined) const {
+  CxxLibrary cxx_library(const SymbolScan &scan) const {
     switch (req_.cxx_runtime) {
     case CxxRuntime::Libstdcxx: return CxxLibrary::Libstdcxx;
     case CxxRuntime::Libcxx: return CxxLibrary::Libcxx;
     case CxxRuntime::None: return CxxLibrary::None;
     case CxxRuntime::Auto: break;
     }
+    if (!scan.cxx_reference)
+      return CxxLibrary::None;
+    // A C++ name another input defines is not the runtime's.
     std::unordered_set<std::string_view> defined;
     for (const Loaded &l : loaded_)
       for (const exports::Symbol &s : l.info.symbols)
         if (s.defined)
           defined.insert(s.name);
-    for (std::string_view n : undefined)
+    for (std::string_view n : scan.undefined)
       if (is_cxx_runtime_symbol(n) && !defined.count(n))
         return CxxLibrary::Libstdcxx;
     return CxxLibrary::None;
@@ -440,7 +454,8 @@ private:
   std::optional<Error> runtime_environment() {
     if (!elf())
       return std::nullopt;
-    std::unordered_set<std::string_view> names = undefined_names();
+    SymbolScan scan = scan_symbols();
+    std::unordered_set<std::string_view> &names = scan.undefined;
     if (any_bitcode_) {
       // LTO code generation may call runtime functions the bitcode does not
       // name (memcpy, __udivti3, ...): the stubs hold them all.
@@ -448,7 +463,7 @@ private:
       for (const char *n : llvm::lto::LTO::getRuntimeLibcallSymbols(triple))
         names.insert(n);
     }
-    CxxLibrary cxx = cxx_library(names);
+    CxxLibrary cxx = cxx_library(scan);
     if (req_.runtime == Runtime::None) {
       warn_bare(names, nullptr);
       return std::nullopt;
@@ -460,15 +475,17 @@ private:
       warn_bare(names, env->get());
       return std::nullopt;
     }
-    bool versioned_definition = false;
-    for (const Loaded &l : loaded_)
-      for (const exports::Symbol &s : l.info.symbols)
-        versioned_definition |= s.defined && s.name.find('@') != std::string::npos;
     // The stubs hold what hotlink can see the link naming; libraries,
     // search paths and raw flags of the user's can name more.
-    bool exact = !req_.runtime_stubs || !req_.libraries.empty() || !req_.library_paths.empty() ||
-                 !req_.extra_flags.empty() || versioned_definition;
-    runtime_ = runtime_link(**env, names, exact);
+    RuntimeChoice choice;
+    choice.exact = !req_.runtime_stubs || !req_.libraries.empty() || !req_.library_paths.empty() ||
+                   !req_.extra_flags.empty() || scan.versioned_definition;
+    choice.startup_objects = req_.startup_objects == StartupObjects::Always || any_bitcode_ ||
+                             names.count("__gmon_start__") || names.count("mcount") ||
+                             names.count("__fentry__");
+    for (const Loaded &l : loaded_)
+      choice.startup_objects |= l.info.startup_sections;
+    runtime_ = runtime_link(**env, names, choice);
     env_ = env.value();
     plan_.keep_alive = runtime_;
     plan_.runtime = runtime_->used;
@@ -575,9 +592,6 @@ private:
         a.push_back(plain("-zdefs"));
       if (req_.symbolic)
         a.push_back(plain("-Bsymbolic-non-weak"));
-      // lld stops at 20 errors; a refusal that names every member a static
-      // library must leave out needs them all (diagnostics are deduplicated).
-      a.push_back(plain("--error-limit=1000"));
       break;
     case Format::COFF:
       if (req_.executable) {

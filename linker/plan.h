@@ -65,6 +65,10 @@ std::vector<Diagnostic> parse_diagnostics(const Job &job,
 Error link_error(const std::vector<Diagnostic> &diagnostics, const Plan &plan,
                  const LinkRequest &request, const std::string &fallback);
 
+// Whether lld stopped at its error limit while reporting relocations no
+// shared object can hold (whose refusal names every member that has one).
+bool needs_every_error(const std::vector<Diagnostic> &diagnostics);
+
 // An output file reserved in the destination directory before linking (so an
 // unwritable destination fails early) and published by rename (so nobody
 // ever sees a partial artifact). Removed unless published.

@@ -146,6 +146,15 @@ public:
         return fail(lib.error().message);
       if (lib->machine != machine_)
         return fail(path + " is for another machine");
+      // lld keeps the first library of a soname, needed if any occurrence
+      // was not --as-needed: a repeated one adds nothing but its flag.
+      auto seen = seen_.find("soname " + lib->soname);
+      if (seen != seen_.end()) {
+        RuntimeItem &first = (*seen->second.first)[seen->second.second];
+        first.as_needed = first.as_needed && as_needed;
+        return true;
+      }
+      seen_["soname " + lib->soname] = {&out, out.size()};
       out.push_back({RuntimeItem::Kind::Shared, path, as_needed, int(env_.shared.size())});
       env_.shared.push_back(std::move(lib.value()));
       env_.summary.push_back(env_.shared.back().soname);
@@ -162,6 +171,10 @@ public:
       return true;
     }
     case llvm::file_magic::archive: {
+      // lld resolves archives in any order: a repeated one adds nothing.
+      if (seen_.count("archive " + path))
+        return true;
+      seen_["archive " + path] = {&out, out.size()};
       auto info = exports::read_object(bytes.data(), bytes.size(), path);
       if (!info)
         return fail(info.error().message);
@@ -340,6 +353,7 @@ private:
 
   RuntimeEnvironment &env_;
   const std::vector<std::string> &search_;
+  std::map<std::string, std::pair<std::vector<RuntimeItem> *, std::size_t>> seen_;
 };
 
 // lld's options whose value is the next argument (among those a driver's
@@ -495,22 +509,29 @@ runtime_environment(const TargetInfo &target, const std::string &sysroot, CxxLib
 namespace {
 
 RuntimeLink compute_runtime_link(const RuntimeEnvironment &env,
-                                 std::unordered_set<std::string_view> names, bool exact) {
+                                 std::unordered_set<std::string_view> names, RuntimeChoice choice) {
   RuntimeLink rl;
   auto plain = [](const std::string &s) { return Arg{s, false, {}, {}}; };
-  if (exact || !env.expanded) {
+  if (choice.exact || !env.expanded) {
     for (std::size_t i = 0; i < env.line.size(); ++i)
       (i < env.input_position ? rl.before : rl.after).push_back(plain(env.line[i]));
     rl.used = env.summary;
     return rl;
   }
-  // The names lld can meet: the inputs', the startup objects', and those
-  // of every archive something among them references (members are
-  // extracted for such names; an archive nothing references adds nothing).
-  for (const std::string &n : env.startup_names)
-    names.insert(n);
+  // The names lld can meet: the inputs', the startup objects' (when they
+  // are linked), and those of every archive something among them
+  // references (members are extracted for such names; an archive nothing
+  // references adds nothing). An archive member can need the startup
+  // objects in turn (libc_nonshared.a's atexit uses __dso_handle).
   std::vector<bool> archive_in(env.archives.size(), false);
+  bool startup = false;
   for (bool grew = true; grew;) {
+    grew = false;
+    if (!startup && (choice.startup_objects || names.count("__dso_handle"))) {
+      startup = grew = true;
+      for (const std::string &n : env.startup_names)
+        names.insert(n);
+    }
     grew = false;
     for (std::size_t a = 0; a < env.archives.size(); ++a) {
       if (archive_in[a])
@@ -538,7 +559,9 @@ RuntimeLink compute_runtime_link(const RuntimeEnvironment &env,
       case RuntimeItem::Kind::Flag:
         out.push_back(plain(it.text));
         break;
-      case RuntimeItem::Kind::Object:
+      case RuntimeItem::Kind::Object: // the startup objects
+        if (!startup)
+          break;
         out.push_back(plain(it.text));
         rl.used.push_back(llvm::sys::path::filename(it.text).str());
         break;
@@ -550,6 +573,12 @@ RuntimeLink compute_runtime_link(const RuntimeEnvironment &env,
         break;
       case RuntimeItem::Kind::Shared: {
         const SharedLibrary &lib = env.shared[it.index];
+        // An --as-needed library that defines nothing the link names
+        // would not be needed: leaving it out changes nothing.
+        if (it.as_needed && std::none_of(sorted.begin(), sorted.end(), [&](std::string_view n) {
+              return lib.defined.count(llvm::StringRef(n.data(), n.size())) != 0;
+            }))
+          break;
         if (it.as_needed != as_needed) {
           out.push_back(plain(it.as_needed ? "--as-needed" : "--no-as-needed"));
           as_needed = it.as_needed;
@@ -576,17 +605,17 @@ RuntimeLink compute_runtime_link(const RuntimeEnvironment &env,
 
 std::shared_ptr<const RuntimeLink> runtime_link(const RuntimeEnvironment &env,
                                                 const std::unordered_set<std::string_view> &names,
-                                                bool exact) {
-  // The memo key: the sorted names (or "exact").
-  std::string key;
-  if (exact || !env.expanded) {
-    key = "\1exact";
-  } else {
+                                                RuntimeChoice choice) {
+  // The memo key: the choice, then (unless the line goes as it is) the
+  // sorted names.
+  bool as_is = choice.exact || !env.expanded;
+  std::string key = as_is ? "exact" : choice.startup_objects ? "startup" : "needed";
+  if (!as_is) {
     std::vector<std::string_view> sorted(names.begin(), names.end());
     std::sort(sorted.begin(), sorted.end());
     for (std::string_view n : sorted) {
-      key.append(n.data(), n.size());
       key += '\0';
+      key.append(n.data(), n.size());
     }
   }
   {
@@ -595,7 +624,7 @@ std::shared_ptr<const RuntimeLink> runtime_link(const RuntimeEnvironment &env,
     if (it != env.memo.end())
       return it->second;
   }
-  auto rl = std::make_shared<const RuntimeLink>(compute_runtime_link(env, names, exact));
+  auto rl = std::make_shared<const RuntimeLink>(compute_runtime_link(env, names, choice));
   std::lock_guard<std::mutex> lock(env.memo_mutex);
   if (env.memo.size() >= 256)
     env.memo.clear(); // a bound: held answers stay valid through their shared_ptr
@@ -803,7 +832,7 @@ std::vector<std::uint8_t> write_stub(const SharedLibrary &lib,
     ELFT::Shdr h{};
     h.sh_name = sh_name[index];
     h.sh_type = type;
-    h.sh_flags = (type == SHT_STRTAB && index == 6) ? 0 : SHF_ALLOC;
+    h.sh_flags = (type == SHT_STRTAB && index == 6) ? 0u : unsigned(SHF_ALLOC);
     h.sh_offset = offset;
     h.sh_size = size;
     h.sh_link = link;

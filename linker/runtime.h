@@ -128,12 +128,19 @@ struct RuntimeLink {
   std::vector<std::string> used; // file names of what reached lld
 };
 
+struct RuntimeChoice {
+  bool exact = false;           // the driver's line as it is: real files, every startup object
+  bool startup_objects = false; // the link needs the startup objects (or asked for them)
+};
+
 // `names` holds every symbol name the link's own objects reference (C++
-// names mangled, versions stripped). Memoized per environment and set of
-// names; the answer's stubs stay valid as long as it is held.
+// names mangled, versions stripped). The startup objects are linked when
+// `choice.startup_objects` or when anything the link includes references
+// __dso_handle. Memoized per environment, choice and set of names; the
+// answer's stubs stay valid as long as it is held.
 std::shared_ptr<const RuntimeLink> runtime_link(const RuntimeEnvironment &env,
                                                 const std::unordered_set<std::string_view> &names,
-                                                bool exact);
+                                                RuntimeChoice choice);
 
 // An ELF shared object that lld reads as `lib` holding only the symbols in
 // `names` (definitions with every version, and the library's own

@@ -73,7 +73,8 @@ struct LinkService::Impl {
   std::shared_ptr<cache::Cache> cache;
 
   Expected<Slot> acquire(Execution mode, bool needs_worker);
-  std::optional<Error> run(const LinkRequest &req, const Plan &plan, LinkResult &res);
+  std::optional<Error> run(const LinkRequest &req, const Plan &plan, LinkResult &res,
+                           bool rerun = false);
   void release(Slot slot);
   LinkResult link(const LinkRequest &req);
   void dispatch_loop();
@@ -127,7 +128,11 @@ void LinkService::Impl::release(Slot slot) {
 // Runs the planned link (in-process or in a worker); fills res.artifact,
 // res.implib and lld's diagnostics.
 std::optional<Error> LinkService::Impl::run(const LinkRequest &req, const Plan &plan,
-                                            LinkResult &res) {
+                                            LinkResult &res, bool rerun) {
+  res.command.clear();
+  res.command.push_back(plan.job.flavor);
+  for (const Arg &a : plan.job.args)
+    res.command.push_back(a.before + (a.in_workdir ? "<scratch>/" : "") + a.after);
   JobOutput out;
   for (int attempt = 0;; ++attempt) {
     auto slot = acquire(req.execution, plan.needs_worker);
@@ -161,9 +166,19 @@ std::optional<Error> LinkService::Impl::run(const LinkRequest &req, const Plan &
     return make_error(ErrorCode::OutputError, out.setup_error, {}, {},
                       "check free space in the scratch directory "
                       "(/dev/shm, or set HOTLINK_TMPDIR)");
-  if (out.ret_code != 0)
+  if (out.ret_code != 0) {
+    if (needs_every_error(res.diagnostics) && !rerun) {
+      // lld stopped at its error limit, and the refusal must name every
+      // archive member that has such an error: once more, without a limit
+      // (paid only by a link that failed this way).
+      Plan again = plan;
+      again.job.args.push_back(Arg{"--error-limit=0", false, {}, {}});
+      res.diagnostics.clear();
+      return run(req, again, res, /*rerun=*/true);
+    }
     return link_error(res.diagnostics, plan, req,
                       "lld failed (exit code " + std::to_string(out.ret_code) + ")");
+  }
   res.artifact = std::move(out.artifact);
   res.implib = std::move(out.implib);
   return std::nullopt;

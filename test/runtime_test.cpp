@@ -160,7 +160,6 @@ TEST(Runtime, CKernelCallsGlibcWithItsSymbolVersions) {
   LinkResult r = link_to(dir + "/libkernel.so", request_of(host_target(), obj, {"resolve", "wait_signal"}));
   ASSERT_TRUE(r.ok()) << r.error->to_string();
   EXPECT_NE(std::find(r.runtime.begin(), r.runtime.end(), "libc.so.6"), r.runtime.end());
-  EXPECT_NE(std::find(r.runtime.begin(), r.runtime.end(), "crtbeginS.o"), r.runtime.end());
 
   std::string v = readelf({"-V", "--dyn-syms", "-d"}, dir + "/libkernel.so");
   EXPECT_NE(v.find("Shared library: [libc.so.6]"), std::string::npos) << v;
@@ -668,6 +667,49 @@ TEST(Runtime, BitcodeOfAnotherEpochIsRefused) {
 
 // --- Stubs, keys, workers --------------------------------------------------------
 
+// The startup objects are linked when the link uses what they give: a
+// kernel with nothing for them runs the same without them, and each thing
+// that needs them brings them.
+TEST(Runtime, StartupObjectsComeWithWhatNeedsThem) {
+  struct Case {
+    const char *name;
+    std::string source;
+    bool startup;
+  };
+  std::vector<Case> cases = {
+      {"plain C", "int f(int x) { return x + 1; }\n", false},
+      {"a constructor and a destructor attribute",
+       "static int v;\n__attribute__((constructor)) static void init(void) { v = 41; }\n"
+       "__attribute__((destructor)) static void fini(void) { v = 0; }\nint f(int x) { return x + v - 40; }\n",
+       false},
+      {"atexit (libc_nonshared.a's, through __dso_handle)",
+       "#include <stdlib.h>\nvolatile int seen;\nstatic void bye(void) { seen = 1; }\n"
+       "int f(int x) { atexit(bye); return x + 1; }\n", true},
+      {"an .init section", "int f(int x) { return x + 1; }\n__asm__(\".section .init,\\\"ax\\\"\\n nop\\n .text\");\n", true},
+  };
+  const char *host = R"C(
+#include <dlfcn.h>
+#include <stdio.h>
+int main(int argc, char **argv) {
+  void *h = dlopen(argv[1], RTLD_NOW);
+  if (!h) { printf("dlopen: %s\n", dlerror()); return 1; }
+  int (*f)(int) = (int (*)(int))dlsym(h, "f");
+  printf("%d\n", f(1));
+  return dlclose(h);
+}
+)C";
+  std::string exe = host_program(host_target(), host);
+  for (const Case &c : cases) {
+    LinkResult r = link_to(test::temp_dir() + "/k.so", request_of(host_target(), test::compile_c(host_target(), c.source), {"f"}));
+    ASSERT_TRUE(r.ok()) << c.name << ": " << r.error->to_string();
+    bool has = std::find(r.runtime.begin(), r.runtime.end(), "crtbeginS.o") != r.runtime.end();
+    EXPECT_EQ(has, c.startup) << c.name;
+    test::Run h = run({exe, r.artifact_path});
+    EXPECT_EQ(h.code, 0) << c.name << ": " << h.out << h.err;
+    EXPECT_EQ(h.out, "2\n") << c.name;
+  }
+}
+
 // The interface stubs lld reads instead of the runtime's shared libraries
 // change nothing in the artifact.
 TEST(Runtime, StubsGiveTheArtifactTheRealLibrariesGive) {
@@ -683,6 +725,7 @@ TEST(Runtime, StubsGiveTheArtifactTheRealLibrariesGive) {
   cases.emplace_back("libsodium.a", sodium);
   LinkService service;
   for (auto &[name, req] : cases) {
+    req.startup_objects = StartupObjects::Always; // as the driver's line has them
     LinkResult stubbed = service.link(req);
     req.runtime_stubs = false;
     LinkResult real = service.link(req);

@@ -88,6 +88,7 @@ options:
                        (default: -Bsymbolic-non-weak, which PIE-built static
                        libraries such as Debian's .a files need)
   --exclude-member M   leave archive member M (MEMBER.o or LIB.a(MEMBER.o)) out
+  -v, --verbose        print lld's command line, the runtime and each step's time
   --no-runtime-stubs   ELF: give lld the runtime's real shared libraries
                        instead of stubs (slower; the artifact is the same)
   --flag FLAG          pass FLAG to lld as is (repeatable)
@@ -316,7 +317,7 @@ int cmd_link(int argc, char **argv) {
       remote.emplace();
     return *remote;
   };
-  bool remote_sync = false, require_signed = false;
+  bool remote_sync = false, require_signed = false, verbose = false;
   std::optional<std::chrono::milliseconds> remote_timeout;
   std::optional<std::chrono::seconds> remote_ttl;
   std::optional<std::uint64_t> remote_max;
@@ -347,6 +348,8 @@ int cmd_link(int argc, char **argv) {
       req.support_objects = false;
     } else if (a == "--exe") {
       req.executable = true;
+    } else if (a == "-v" || a == "--verbose") {
+      verbose = true;
     } else if (a == "--no-default-libs") {
       req.runtime = hotlink::Runtime::None;
     } else if (a == "--no-runtime-stubs") {
@@ -483,6 +486,21 @@ int cmd_link(int argc, char **argv) {
   }
   hotlink::LinkService service(config);
   hotlink::LinkResult r = service.link(req);
+  if (verbose) {
+    std::string line;
+    for (const std::string &a : r.command)
+      line += (line.empty() ? "" : " ") + (a.find_first_of(" \t\"'") == std::string::npos ? a : "'" + a + "'");
+    std::fprintf(stderr, "lld: %s\n", line.empty() ? "(not run)" : line.c_str());
+    if (!r.runtime.empty()) {
+      std::string rt;
+      for (const std::string &x : r.runtime)
+        rt += " " + x;
+      std::fprintf(stderr, "runtime:%s\n", rt.c_str());
+    }
+    const hotlink::Timings &t = r.timings;
+    std::fprintf(stderr, "time: validate %.3f ms, prepare %.3f ms, lld %.3f ms, cache %.3f ms, publish %.3f ms, total %.3f ms\n",
+                 t.validate_ms, t.prepare_ms, t.link_ms, t.cache_ms, t.publish_ms, t.total_ms);
+  }
   if (json) {
     print_json(r);
   } else {
