@@ -14,6 +14,7 @@
 #include "clang/Frontend/TextDiagnosticPrinter.h"
 #include "llvm/BinaryFormat/ELF.h"
 #include "llvm/BinaryFormat/Magic.h"
+#include "llvm/Object/Archive.h"
 #include "llvm/Object/ELF.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -175,15 +176,13 @@ public:
       if (seen_.count("archive " + path))
         return true;
       seen_["archive " + path] = {&out, out.size()};
-      auto info = exports::read_object(bytes.data(), bytes.size(), path);
-      if (!info)
-        return fail(info.error().message);
+      auto archive = llvm::object::Archive::create(llvm::MemoryBufferRef(bytes, path));
+      if (!archive)
+        return fail(path + ": " + llvm::toString(archive.takeError()));
       ArchiveSymbols a;
-      for (const exports::Symbol &s : info->symbols) {
-        a.names.push_back(s.name);
-        if (s.defined)
-          a.defined.insert(s.name);
-      }
+      a.path = path;
+      for (const llvm::object::Archive::Symbol &sym : (*archive)->symbols())
+        a.defined.insert(sym.getName());
       out.push_back({RuntimeItem::Kind::Archive, path, false, int(env_.archives.size())});
       env_.archives.push_back(std::move(a));
       env_.summary.push_back(llvm::sys::path::filename(path).str());
@@ -503,6 +502,22 @@ runtime_environment(const TargetInfo &target, const std::string &sysroot, CxxLib
   return std::shared_ptr<const RuntimeEnvironment>(env);
 }
 
+const std::vector<std::string> &ArchiveSymbols::names() const {
+  std::call_once(lazy->once, [&] {
+    auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
+    auto info = buf ? exports::read_object((*buf)->getBufferStart(), (*buf)->getBufferSize(), path)
+                    : Expected<exports::ObjectInfo>(make_error(ErrorCode::InputNotFound, "gone", path));
+    if (info) {
+      for (const exports::Symbol &s : info->symbols)
+        lazy->names.push_back(s.name);
+    } else {
+      for (const auto &d : defined) // unreadable now: what it defines, at least
+        lazy->names.push_back(d.getKey().str());
+    }
+  });
+  return lazy->names;
+}
+
 // ---------------------------------------------------------------------------
 // 3. One link's arguments.
 
@@ -543,7 +558,7 @@ RuntimeLink compute_runtime_link(const RuntimeEnvironment &env,
       if (!needed)
         continue;
       archive_in[a] = true;
-      for (const std::string &n : arch.names)
+      for (const std::string &n : arch.names())
         names.insert(n);
       for (const std::string &n : arch.shared_references)
         names.insert(n); // so that the stubs carry those references

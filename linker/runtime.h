@@ -73,8 +73,17 @@ struct SharedLibrary {
 // What the closure over archives needs of one archive: every name its
 // members define and reference.
 struct ArchiveSymbols {
-  llvm::StringSet<> defined;
-  std::vector<std::string> names; // defined or referenced
+  std::string path;
+  llvm::StringSet<> defined; // from the archive's symbol table
+  // Every name its members define or reference: read on first use (an
+  // archive such as libgcc.a has hundreds of members, and most links
+  // never include it).
+  const std::vector<std::string> &names() const;
+  struct Lazy {
+    std::once_flag once;
+    std::vector<std::string> names;
+  };
+  std::shared_ptr<Lazy> lazy = std::make_shared<Lazy>();
   // Names the environment's shared libraries reference that it defines.
   std::vector<std::string> shared_references;
 };
