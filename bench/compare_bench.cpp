@@ -33,7 +33,9 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <optional>
 #include <cstdio>
 #include <fstream>
 #include <future>
@@ -119,6 +121,28 @@ void hotlink_path(benchmark::State &state, hotlink::LinkService &svc, hotlink::C
 void BM_HotlinkInProcess(benchmark::State &state) {
   hotlink::LinkService svc;
   hotlink_path(state, svc, hotlink::CacheUse::Off);
+}
+
+// The same link without the runtime environment (--no-default-libs): what
+// the startup objects, libc's stub and their arguments cost a small link.
+void BM_HotlinkBare(benchmark::State &state) {
+  hotlink::LinkService svc;
+  int which = static_cast<int>(state.range(0));
+  hotlink::LinkRequest req = request(which);
+  req.runtime = hotlink::Runtime::None;
+  for (auto _ : state) {
+    auto t0 = Clock::now();
+    hotlink::LinkResult r = svc.link(req);
+    if (!r.ok())
+      return state.SkipWithError("link failed");
+    auto lib = hotlink::loader::load_private(r.artifact, "kernel.so");
+    if (!lib)
+      return state.SkipWithError(lib.error().to_string().c_str());
+    auto fn = reinterpret_cast<ArgvFn>(lib.value()->symbol("kernel_argv"));
+    state.SetIterationTime(seconds_since(t0));
+    if (!call_ok(fn, which))
+      return state.SkipWithError("the linked function did not run");
+  }
 }
 
 void BM_HotlinkCacheHit(benchmark::State &state) {
@@ -257,6 +281,7 @@ BENCHMARK(BM_LdLldProcess) SIZES;
 BENCHMARK(BM_CcShared) SIZES;
 BENCHMARK(BM_OrcLLJIT) SIZES;
 BENCHMARK(BM_HotlinkCacheHit) SIZES;
+BENCHMARK(BM_HotlinkBare)->Arg(0)->Unit(benchmark::kMillisecond)->UseManualTime();
 BENCHMARK(BM_LldAlone)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseManualTime();
 BENCHMARK(BM_Throughput64)->Arg(0)->Arg(1)->Arg(2)->Arg(4)->Unit(benchmark::kMillisecond)->UseManualTime();
 
@@ -268,7 +293,51 @@ std::string fmt(const char *f, double v) {
 
 } // namespace
 
+// `compare_bench --first-link`: one link in a fresh process; prints
+// "planning lld total" in ms (planning includes the runtime environment's
+// making, lld the first call's target initialization).
+int first_link() {
+  std::vector<std::uint8_t> obj = compile_object(HOTLINK_BENCH_CLANG, kSmallKernel, "-O2 -fPIC");
+  hotlink::LinkService svc;
+  hotlink::LinkRequest req;
+  req.inputs = {hotlink::Input::memory("kernel.o", obj)};
+  req.exports = hotlink::ExportPolicy::list({"kernel", "kernel_argv"});
+  auto t0 = Clock::now();
+  hotlink::LinkResult r = svc.link(req);
+  double total = seconds_since(t0) * 1000;
+  if (!r.ok())
+    return 1;
+  std::printf("%.3f %.3f %.3f\n", r.timings.validate_ms + r.timings.prepare_ms, r.timings.link_ms, total);
+  return 0;
+}
+
+// Medians over `runs` fresh processes of what their first link cost.
+std::vector<double> first_link_medians(const char *self, int runs) {
+  std::vector<std::vector<double>> cols(3);
+  for (int i = 0; i < runs; ++i) {
+    std::string out = g_scratch + "/first.txt";
+    std::optional<llvm::StringRef> redirects[] = {std::nullopt, llvm::StringRef(out), std::nullopt};
+    std::vector<llvm::StringRef> a = {self, "--first-link"};
+    if (llvm::sys::ExecuteAndWait(self, a, std::nullopt, redirects) != 0)
+      return {};
+    std::ifstream f(out);
+    for (auto &c : cols) {
+      double v = 0;
+      f >> v;
+      c.push_back(v);
+    }
+  }
+  std::vector<double> med;
+  for (auto &c : cols) {
+    std::sort(c.begin(), c.end());
+    med.push_back(c[c.size() / 2]);
+  }
+  return med;
+}
+
 int main(int argc, char **argv) {
+  if (argc > 1 && std::string(argv[1]) == "--first-link")
+    return first_link();
   std::string markdown;
   std::vector<char *> args;
   for (int i = 0; i < argc; ++i) {
@@ -343,6 +412,20 @@ int main(int argc, char **argv) {
           " only on a thread that never sleeps between links, i.e. spins on a core) and would take " +
           fmt("%.1f×", slept / orc0) + " ORC's time (" + fmt("%.1f×", warm / orc0) +
           " back to back). ORC links in memory and writes no shared object.\n";
+  double bare0 = m["BM_HotlinkBare/0"];
+  std::vector<double> first = first_link_medians(argv[0], 7);
+  md += "\n### The ELF runtime environment\n\n";
+  md += "A link gets what `clang -shared` links (startup objects when needed, libc through a stub "
+        "holding the symbols the link names, libgcc when referenced). The small kernel, warm, from "
+        "object bytes to a called function: " + fmt("%.3f ms", hl0) + " with the runtime environment, " +
+        fmt("%.3f ms", bare0) + " without it (`--no-default-libs`): " +
+        fmt("%+.1f%%", bare0 > 0 ? (hl0 / bare0 - 1) * 100 : 0) + ".";
+  if (first.size() == 3)
+    md += " The first link of a process (medians of 7 fresh processes) takes " + fmt("%.3f ms", first[2]) +
+          ": planning " + fmt("%.3f ms", first[0]) + " (clang's driver and indexing the target's libraries, "
+          "once per process and target), lld " + fmt("%.3f ms", first[1]) +
+          " (its first call initializes LLVM's targets).";
+  md += "\n";
   md += "\n### Throughput: 64 links of the ~150 KB object submitted at once\n\n";
   md += "| where | time for 64 | links per second |\n|---|---|---|\n";
   for (int w : {0, 1, 2, 4}) {
