@@ -35,8 +35,44 @@ namespace {
 
 constexpr int kFormat = 1;
 constexpr const char *kMarker = "hotlink-cache";
-constexpr const char *kManifest = ".m", *kArtifact = ".a", *kDef = ".def", *kImplib = ".lib",
-                     *kLock = ".lock";
+constexpr const char *kManifest = ".m", *kArtifact = ".a", *kLock = ".lock";
+
+// The files that travel with an artifact, each in the manifest (size and
+// BLAKE3), in the cache directory (KEY + ext) and in Redis (KEY:part).
+struct Companion {
+  const char *json, *ext, *remote_part, *what;
+  std::uint64_t Manifest::*size;
+  std::string Manifest::*blake3;
+};
+constexpr Companion kCompanions[] = {
+    {"def", ".def", "d", ".def", &Manifest::def_size, &Manifest::def_blake3},
+    {"implib", ".lib", "l", "import library", &Manifest::implib_size, &Manifest::implib_blake3},
+    {"pdb", ".pdb", "p", "PDB", &Manifest::pdb_size, &Manifest::pdb_blake3},
+};
+
+// Companion i's bytes in an artifact (the .def is text).
+std::pair<const std::uint8_t *, std::size_t> companion_bytes(const Artifact &a, std::size_t i) {
+  switch (i) {
+  case 0: return {reinterpret_cast<const std::uint8_t *>(a.def.data()), a.def.size()};
+  case 1: return {a.implib.data(), a.implib.size()};
+  default: return {a.pdb.data(), a.pdb.size()};
+  }
+}
+void set_companion(Artifact &a, std::size_t i, std::vector<std::uint8_t> bytes) {
+  switch (i) {
+  case 0: a.def.assign(bytes.begin(), bytes.end()); break;
+  case 1: a.implib = std::move(bytes); break;
+  default: a.pdb = std::move(bytes); break;
+  }
+}
+bool is_entry_file(const std::string &ext) {
+  if (ext == kManifest || ext == kArtifact)
+    return true;
+  for (const Companion &c : kCompanions)
+    if (ext == c.ext)
+      return true;
+  return false;
+}
 constexpr std::uint64_t kMaxManifestBytes = 16u << 20;
 // A temporary younger than this may belong to a writer that has created it
 // but not yet locked it; older and unlocked means its writer is gone.
@@ -184,12 +220,10 @@ std::string encode_manifest(const Manifest &m) {
       {"linker_version", m.linker_version},
       {"build_ms", m.build_ms},
   };
-  if (!m.def_blake3.empty())
-    o["def"] = llvm::json::Object{{"size", static_cast<std::int64_t>(m.def_size)},
-                                  {"blake3", m.def_blake3}};
-  if (!m.implib_blake3.empty())
-    o["implib"] = llvm::json::Object{{"size", static_cast<std::int64_t>(m.implib_size)},
-                                     {"blake3", m.implib_blake3}};
+  for (const Companion &c : kCompanions)
+    if (!(m.*c.blake3).empty())
+      o[c.json] = llvm::json::Object{{"size", static_cast<std::int64_t>(m.*c.size)},
+                                     {"blake3", m.*c.blake3}};
   std::string body;
   llvm::raw_string_ostream os(body);
   os << llvm::json::Value(std::move(o));
@@ -243,13 +277,12 @@ std::string decode_manifest(const std::string &text, Manifest &m) {
       return "manifest export list holds a non-string";
     m.exports.push_back(s->str());
   }
-  for (auto [k, size, hash] : {std::tuple{"def", &m.def_size, &m.def_blake3},
-                               std::tuple{"implib", &m.implib_size, &m.implib_blake3}}) {
-    if (const llvm::json::Object *c = o->getObject(k)) {
+  for (const Companion &comp : kCompanions) {
+    if (const llvm::json::Object *c = o->getObject(comp.json)) {
       auto h = c->getString("blake3");
-      if (!num(c, "size", *size) || !h)
-        return std::string("manifest's ") + k + " record is incomplete";
-      *hash = h->str();
+      if (!num(c, "size", m.*comp.size) || !h)
+        return std::string("manifest's ") + comp.json + " record is incomplete";
+      m.*comp.blake3 = h->str();
     }
   }
   return {};
@@ -268,13 +301,12 @@ Manifest make_manifest(const Key &key, const Artifact &a) {
   m.hotlink_version = HOTLINK_VERSION;
   m.linker_version = a.linker_version;
   m.build_ms = a.build_ms;
-  if (!a.def.empty()) {
-    m.def_size = a.def.size();
-    m.def_blake3 = blake3_of(a.def.data(), a.def.size());
-  }
-  if (!a.implib.empty()) {
-    m.implib_size = a.implib.size();
-    m.implib_blake3 = blake3_of(a.implib.data(), a.implib.size());
+  for (std::size_t i = 0; i < std::size(kCompanions); ++i) {
+    auto [data, size] = companion_bytes(a, i);
+    if (size) {
+      m.*kCompanions[i].size = size;
+      m.*kCompanions[i].blake3 = blake3_of(data, size);
+    }
   }
   return m;
 }
@@ -523,7 +555,10 @@ struct Cache::Impl {
       size += static_cast<std::uint64_t>(st.st_size);
     if (::unlink(m.c_str()) != 0)
       return Removal::InUse; // e.g. a read-only directory: still there
-    for (const char *ext : {kArtifact, kDef, kImplib}) {
+    std::vector<const char *> files = {kArtifact};
+    for (const Companion &c : kCompanions)
+      files.push_back(c.ext);
+    for (const char *ext : files) {
       std::string p = file(k, ext);
       if (::stat(p.c_str(), &st) == 0)
         size += static_cast<std::uint64_t>(st.st_size);
@@ -598,18 +633,15 @@ struct Cache::Impl {
     why = read_checked(kArtifact, e.manifest.size, e.manifest.blake3, e.artifact.bytes);
     if (!why.empty())
       return why;
-    if (!e.manifest.def_blake3.empty()) {
-      std::vector<std::uint8_t> def;
-      why = read_checked(kDef, e.manifest.def_size, e.manifest.def_blake3, def);
+    for (std::size_t i = 0; i < std::size(kCompanions); ++i) {
+      const Companion &c = kCompanions[i];
+      if ((e.manifest.*c.blake3).empty())
+        continue;
+      std::vector<std::uint8_t> bytes;
+      why = read_checked(c.ext, e.manifest.*c.size, e.manifest.*c.blake3, bytes);
       if (!why.empty())
         return why;
-      e.artifact.def.assign(def.begin(), def.end());
-    }
-    if (!e.manifest.implib_blake3.empty()) {
-      why = read_checked(kImplib, e.manifest.implib_size, e.manifest.implib_blake3,
-                         e.artifact.implib);
-      if (!why.empty())
-        return why;
+      set_companion(e.artifact, i, std::move(bytes));
     }
     e.artifact.name = e.manifest.name;
     e.artifact.target = e.manifest.target;
@@ -698,7 +730,7 @@ struct Cache::Impl {
         k.key = n.substr(0, 64);
         if (ext == kLock) {
           k.lock = true;
-        } else if (ext == kManifest || ext == kArtifact || ext == kDef || ext == kImplib) {
+        } else if (is_entry_file(ext)) {
           k.bytes += static_cast<std::uint64_t>(st.st_size);
           if (ext == kManifest) {
             k.manifest = true;
@@ -723,13 +755,16 @@ struct Cache::Impl {
   std::optional<Error> store_locked(const Key &key, const Artifact &a, const std::string &text,
                                     bool &over) {
     auto fail = [&](Error e) {
-      for (const char *ext : {kArtifact, kDef, kImplib})
-        ::unlink(file(key, ext).c_str());
+      ::unlink(file(key, kArtifact).c_str());
+      for (const Companion &c : kCompanions)
+        ::unlink(file(key, c.ext).c_str());
       count(kStoreErrors);
       return std::optional<Error>(std::move(e));
     };
     const Limits &lim = cfg.limits;
-    std::uint64_t payload = a.bytes.size() + a.implib.size() + a.def.size();
+    std::uint64_t payload = a.bytes.size();
+    for (std::size_t i = 0; i < std::size(kCompanions); ++i)
+      payload += companion_bytes(a, i).second;
     if (lim.max_bytes && payload > lim.max_bytes) {
       count(kStoreErrors);
       return make_error(ErrorCode::CacheError,
@@ -744,12 +779,12 @@ struct Cache::Impl {
       return make_error(ErrorCode::CacheError,
                         "the old entry stayed in use past the lock timeout", file(key, kManifest));
     }
-    if (!a.def.empty())
-      if (auto err = write_atomic(file(key, kDef), a.def.data(), a.def.size()))
-        return fail(*err);
-    if (!a.implib.empty())
-      if (auto err = write_atomic(file(key, kImplib), a.implib.data(), a.implib.size()))
-        return fail(*err);
+    for (std::size_t i = 0; i < std::size(kCompanions); ++i) {
+      auto [data, size] = companion_bytes(a, i);
+      if (size)
+        if (auto err = write_atomic(file(key, kCompanions[i].ext), data, size))
+          return fail(*err);
+    }
     if (auto err = write_atomic(file(key, kArtifact), a.bytes.data(), a.bytes.size()))
       return fail(*err);
     // The manifest is committed last.
@@ -821,13 +856,17 @@ struct Cache::Impl {
     if (e.manifest.key != k.hex())
       return refuse("its manifest belongs to another key");
     const Manifest &m = e.manifest;
-    std::uint64_t def_size = m.def_blake3.empty() ? 0 : m.def_size;
-    std::uint64_t implib_size = m.implib_blake3.empty() ? 0 : m.implib_size;
-    std::uint64_t total = m.size + def_size + implib_size;
+    std::uint64_t total = m.size;
+    std::vector<std::pair<std::string, std::uint64_t>> parts;
+    for (const Companion &c : kCompanions) {
+      std::uint64_t size = (m.*c.blake3).empty() ? 0 : m.*c.size;
+      parts.emplace_back(c.remote_part, size);
+      total += size;
+    }
     if (total > remote->config().max_entry_bytes)
       return refuse("it is " + std::to_string(total) + " bytes, over the limit of " +
                     std::to_string(remote->config().max_entry_bytes));
-    RemoteStore::Got files = remote->get_files(k.hex(), m.size, def_size, implib_size);
+    RemoteStore::Got files = remote->get_files(k.hex(), m.size, parts);
     if (files.status == RemoteStore::Status::Error) {
       count(kRemoteErrors);
       warnings.push_back("remote cache " + files.error + "; built here instead");
@@ -842,13 +881,14 @@ struct Cache::Impl {
     RemoteStore::Blobs &b = files.blobs;
     if (blake3_of(b.artifact.data(), b.artifact.size()) != m.blake3)
       return refuse("its artifact does not match the BLAKE3 its manifest signs");
-    if (def_size && blake3_of(b.def.data(), b.def.size()) != m.def_blake3)
-      return refuse("its .def does not match the BLAKE3 its manifest signs");
-    if (implib_size && blake3_of(b.implib.data(), b.implib.size()) != m.implib_blake3)
-      return refuse("its import library does not match the BLAKE3 its manifest signs");
+    for (std::size_t i = 0; i < std::size(kCompanions); ++i) {
+      const Companion &c = kCompanions[i];
+      std::vector<std::uint8_t> &got = b.companions[i].second;
+      if (parts[i].second && blake3_of(got.data(), got.size()) != m.*c.blake3)
+        return refuse(std::string("its ") + c.what + " does not match the BLAKE3 its manifest signs");
+      set_companion(e.artifact, i, std::move(got));
+    }
     e.artifact.bytes = std::move(b.artifact);
-    e.artifact.def.assign(b.def.begin(), b.def.end());
-    e.artifact.implib = std::move(b.implib);
     e.artifact.name = m.name;
     e.artifact.target = m.target;
     e.artifact.exports = m.exports;
@@ -868,8 +908,10 @@ struct Cache::Impl {
     RemoteStore::Blobs b;
     b.manifest = text;
     b.artifact = a.bytes;
-    b.def.assign(a.def.begin(), a.def.end());
-    b.implib = a.implib;
+    for (std::size_t i = 0; i < std::size(kCompanions); ++i) {
+      auto [data, size] = companion_bytes(a, i);
+      b.companions.emplace_back(kCompanions[i].remote_part, std::vector<std::uint8_t>(data, data + size));
+    }
     remote->publish(k.hex(), std::move(b));
   }
 

@@ -6,7 +6,7 @@
 //   from everything that reaches lld (linker/service.h); Key::of_caller()
 //   turns a caller's own key (e.g. a hash of pipeline + target, before any
 //   compilation) into one. No other string ever becomes a path.
-// - An entry is its artifact, its companions (COFF .def and import library)
+// - An entry is its artifact, its companions (COFF .def, import library, PDB)
 //   and a manifest, in one of 256 shard directories. Each file is written to
 //   a temporary in the same directory and renamed; the manifest is renamed
 //   last, and an entry without a valid manifest does not exist.
@@ -106,6 +106,7 @@ struct Artifact {
   std::vector<std::string> exports; // the C names it exports
   std::string def;                  // COFF: the .def it was linked with
   std::vector<std::uint8_t> implib; // COFF: its import library, if any
+  std::vector<std::uint8_t> pdb;    // COFF: its PDB, if linked with debug info
   std::string linker_version;       // recorded in the manifest
   double build_ms = 0; // what producing it cost; get_or_build() measures it
 };
@@ -120,8 +121,8 @@ struct Manifest {
   std::vector<std::string> exports;
   std::int64_t created = 0;   // Unix seconds
   std::string hotlink_version, linker_version;
-  std::uint64_t def_size = 0, implib_size = 0;
-  std::string def_blake3, implib_blake3; // empty when absent
+  std::uint64_t def_size = 0, implib_size = 0, pdb_size = 0;
+  std::string def_blake3, implib_blake3, pdb_blake3; // empty when absent
   double build_ms = 0;                   // what producing it cost
   // Hex of the trusted key whose signature was checked; empty when the
   // entry was read without requiring one.

@@ -334,14 +334,11 @@ struct RemoteStore::Impl {
       bin.emplace_back(data, size);
     };
     set("a", b.artifact.data(), b.artifact.size());
-    if (!b.def.empty())
-      set("d", b.def.data(), b.def.size());
-    else
-      cmds.push_back({"DEL", k(key, "d")});
-    if (!b.implib.empty())
-      set("l", b.implib.data(), b.implib.size());
-    else
-      cmds.push_back({"DEL", k(key, "l")});
+    for (const auto &[part, bytes] : b.companions)
+      if (!bytes.empty())
+        set(part.c_str(), bytes.data(), bytes.size());
+      else
+        cmds.push_back({"DEL", k(key, part.c_str())});
     set("m", b.manifest.data(), b.manifest.size());
     cmds.push_back({"DEL", k(key, "b")}); // the lease: the entry is there now
     cmds.push_back({"EXEC"});
@@ -448,7 +445,7 @@ RemoteStore::Got RemoteStore::get_manifest(const std::string &key) {
 }
 
 RemoteStore::Got RemoteStore::get_files(const std::string &key, std::uint64_t artifact_size,
-                                        std::uint64_t def_size, std::uint64_t implib_size) {
+                                        const std::vector<std::pair<std::string, std::uint64_t>> &companions) {
   Impl &I = *impl_;
   Got g;
   if (!I.usable()) {
@@ -461,8 +458,13 @@ RemoteStore::Got RemoteStore::get_files(const std::string &key, std::uint64_t ar
     std::vector<std::uint8_t> *out;
   };
   std::vector<Part> parts;
-  for (Part p : {Part{"a", artifact_size, &g.blobs.artifact}, Part{"d", def_size, &g.blobs.def},
-                 Part{"l", implib_size, &g.blobs.implib}})
+  g.blobs.companions.resize(companions.size());
+  std::vector<Part> all = {Part{"a", artifact_size, &g.blobs.artifact}};
+  for (std::size_t i = 0; i < companions.size(); ++i) {
+    g.blobs.companions[i].first = companions[i].first;
+    all.push_back(Part{companions[i].first.c_str(), companions[i].second, &g.blobs.companions[i].second});
+  }
+  for (Part p : all)
     if (p.size > 0) // GETRANGE 0 -1 would be the whole value
       parts.push_back(p);
   std::vector<std::vector<std::string>> cmds;
@@ -571,7 +573,9 @@ RemoteStore::Got RemoteStore::wait_for_manifest(const std::string &key) {
 
 void RemoteStore::publish(const std::string &key, Blobs blobs) {
   Impl &I = *impl_;
-  std::uint64_t size = blobs.artifact.size() + blobs.def.size() + blobs.implib.size();
+  std::uint64_t size = blobs.artifact.size();
+  for (const auto &c : blobs.companions)
+    size += c.second.size();
   if (size > I.cfg.max_entry_bytes) {
     release_lease(key);
     I.event(Event::PublishFailed, "entry " + key + " is " + std::to_string(size) +

@@ -72,7 +72,10 @@ class RemoteStore {
 public:
   struct Blobs {
     std::string manifest;
-    std::vector<std::uint8_t> artifact, def, implib;
+    std::vector<std::uint8_t> artifact;
+    // The companions, by the Redis part that holds each (a publish lists
+    // every part the cache knows: an empty one is deleted).
+    std::vector<std::pair<std::string, std::vector<std::uint8_t>>> companions;
   };
   enum class Status { Hit, Miss, Error, Skipped };
   struct Got {
@@ -92,8 +95,10 @@ public:
   Got get_manifest(const std::string &key);
   // The files of `key`, exactly as long as given (Miss when one is shorter:
   // it expired or was replaced since the manifest was read).
-  Got get_files(const std::string &key, std::uint64_t artifact_size, std::uint64_t def_size,
-                std::uint64_t implib_size);
+  // `companions`: each part's name and size (0: absent); blobs.companions
+  // comes back in the same order.
+  Got get_files(const std::string &key, std::uint64_t artifact_size,
+                const std::vector<std::pair<std::string, std::uint64_t>> &companions);
   // Takes the build lease of `key`: Hit = taken (or leases are off), Miss =
   // another host holds it, Error/Skipped = the server failed (build anyway).
   Got take_lease(const std::string &key);

@@ -1,6 +1,7 @@
 #include "exports/symbols.h"
 #include "exports/recovery.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/BinaryFormat/COFF.h"
 #include "llvm/BinaryFormat/ELF.h"
 #include "llvm/BinaryFormat/MachO.h"
@@ -897,6 +898,16 @@ Expected<ArtifactInfo> read_artifact_unguarded(const void *data, std::size_t siz
           return make_error(ErrorCode::InvalidInput,
                             "the dynamic segment (PT_DYNAMIC) extends past the end of the file",
                             name);
+      for (const auto &ph : *phdrs) {
+        if (ph.p_type != ELF::PT_NOTE)
+          continue;
+        llvm::Error err = llvm::Error::success();
+        for (const auto &note : file.notes(ph, err))
+          if (note.getType() == ELF::NT_GNU_BUILD_ID && note.getName() == "GNU")
+            info.build_id = toHex(note.getDesc(ph.p_align), /*LowerCase=*/true);
+        if (err)
+          return bad(std::move(err));
+      }
       auto dyn = file.dynamicEntries();
       if (!dyn)
         return bad(dyn.takeError());

@@ -75,6 +75,7 @@ struct ArtifactInfo {
   std::vector<std::string> exports; // names in the export table, sorted
   std::vector<std::string> imports; // ELF: undefined non-weak dynamic symbols
   std::vector<std::string> needed;  // ELF: DT_NEEDED libraries
+  std::string build_id;             // ELF: the GNU build-id note, hex; empty without one
 };
 
 // Reads a linked artifact (ELF .so, PE DLL, Mach-O dylib, wasm module) and

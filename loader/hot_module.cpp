@@ -23,6 +23,20 @@ struct HotModule::Version {
 
 HotModule::HotModule(ModuleOptions options) : options_(std::move(options)) {}
 
+namespace {
+
+// "out/kernel.so", version 3, hash "9f2c41d0..." -> "kernel.v3.9f2c41d0.so".
+std::string version_file_name(const std::string &name, std::uint64_t number, const std::string &hash) {
+  std::string file = name.substr(name.rfind('/') + 1);
+  std::size_t so = file.find(".so");
+  std::size_t dot = so != std::string::npos && so > 0 ? so : file.rfind('.');
+  std::string stem = dot == std::string::npos || dot == 0 ? file : file.substr(0, dot);
+  std::string ext = dot == std::string::npos || dot == 0 ? std::string(".so") : file.substr(dot);
+  return stem + ".v" + std::to_string(number) + "." + hash.substr(0, 8) + ext;
+}
+
+} // namespace
+
 HotModule::~HotModule() = default; // Versions unmap as they are destroyed
 
 HotModule::Pin HotModule::pin() const {
@@ -90,8 +104,11 @@ std::optional<Error> HotModule::reload(const std::vector<std::uint8_t> &bytes, c
   auto verified = verify(bytes, name, vo);
   if (!verified)
     return verified.take_error();
-  // 2. Map a private copy.
-  auto lib = load_private(bytes, name);
+  // 2. Map a private copy, named after the version.
+  std::string identity = verified->sha256.empty() ? "blake3:" + verified->blake3 : verified->sha256;
+  LoadOptions load = options_.load;
+  load.file_name = version_file_name(name, next_number_, verified->sha256.empty() ? verified->blake3 : verified->sha256);
+  auto lib = load_private(bytes, name, load);
   if (!lib)
     return lib.take_error();
   // 3. The ABI, before any reader can see the version.
@@ -99,10 +116,7 @@ std::optional<Error> HotModule::reload(const std::vector<std::uint8_t> &bytes, c
     if (auto err = check_abi(*lib.value(), options_.metadata_symbol, *options_.abi))
       return err; // lib unmaps here
   auto v = std::make_unique<Version>();
-  v->info = VersionInfo{next_number_,
-                        verified->sha256.empty() ? "blake3:" + verified->blake3
-                                                 : verified->sha256,
-                        name};
+  v->info = VersionInfo{next_number_, identity, name};
   for (std::size_t i = 0; i < entries_.size(); ++i) {
     void *p = lib.value()->symbol(entries_[i]);
     if (!p)

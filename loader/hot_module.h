@@ -51,6 +51,12 @@ struct ModuleOptions {
   std::function<std::optional<Error>(const Library &fresh, const Library *old)> on_load;
   // Just before a retired version is unmapped (for cleanup or tests).
   std::function<void(std::uint64_t version)> on_unload;
+  // How versions are mapped: each is a file named NAME.vN.<hash>.EXT (the
+  // artifact's name, its version number, the first 8 hex digits of its
+  // identity), so a backtrace or a profile says which version ran;
+  // `load.keep_images` keeps them for post-mortem tools (loader.h).
+  // load.file_name is ignored.
+  LoadOptions load;
 };
 
 struct VersionInfo {

@@ -1,10 +1,12 @@
-// Loading on Windows hosts: the bytes are written to a uniquely named copy
-// in the temporary directory and loaded from there with LoadLibraryExW, so
-// the published DLL is never locked (a writer can replace it) and each
-// version is a different module to the loader. If a PDB sits next to the
-// source artifact, it is copied next to the copy under the matching name, so
-// a debugger finds the symbols of exactly this version. The copy and its PDB
-// are deleted when the Library is destroyed.
+// Loading on Windows hosts: the bytes are written to a directory of their
+// own in the temporary directory (%TEMP%\hotlink-PID-N\) under the DLL's
+// own name and loaded from there with LoadLibraryExW, so the published DLL
+// is never locked (a writer can replace it) and each version is a different
+// module to the loader. If a PDB sits next to the source artifact, it is
+// copied into that directory under its own name: a debugger that does not
+// find the PDB the DLL's CodeView record names looks beside the DLL for
+// that file name, and finds exactly this version's. The directory is
+// deleted when the Library is destroyed.
 //
 // Built only on Windows; a test compiles it here with clang-22
 // --target=x86_64-w64-mingw32 (-fsyntax-only) to keep it honest.
@@ -86,6 +88,9 @@ Library::~Library() {
     std::wstring copy = widen(copy_path_);
     DeleteFileW(copy.c_str());
     DeleteFileW((without_extension(copy) + L".pdb").c_str());
+    std::size_t slash = copy.find_last_of(L"\\/");
+    if (slash != std::wstring::npos)
+      RemoveDirectoryW(copy.substr(0, slash).c_str());
   }
 }
 
@@ -94,21 +99,29 @@ void *Library::symbol(const std::string &name) const {
 }
 
 Expected<std::unique_ptr<Library>> load_private(const std::vector<std::uint8_t> &bytes,
-                                                const std::string &name) {
+                                                const std::string &name, const LoadOptions &options) {
   static std::atomic<unsigned> counter{0};
   std::unique_ptr<Library> lib(new Library);
   lib->name_ = name;
-  wchar_t dir[MAX_PATH + 1];
-  DWORD n = GetTempPathW(MAX_PATH + 1, dir);
+  wchar_t tmp[MAX_PATH + 1];
+  DWORD n = GetTempPathW(MAX_PATH + 1, tmp);
   if (n == 0 || n > MAX_PATH)
     return make_error(ErrorCode::LoadFailed, "no temporary directory: " + last_error(), name);
+  // The directory carries the version's name (options.file_name, e.g.
+  // kernel.v3.9f2c41d0.dll); the DLL keeps its own, which its PDB matches.
+  std::wstring dir = std::wstring(tmp) + L"hotlink-" + std::to_wstring(GetCurrentProcessId()) + L"-" +
+                     std::to_wstring(counter++) + (options.file_name.empty() ? L"" : L"-" + widen(options.file_name));
+  if (!CreateDirectoryW(dir.c_str(), nullptr))
+    return make_error(ErrorCode::LoadFailed, "cannot create " + narrow(dir) + ": " + last_error(), name);
   std::string base = name.substr(name.find_last_of("\\/") + 1);
-  std::wstring copy = std::wstring(dir) + L"hotlink-" + std::to_wstring(GetCurrentProcessId()) + L"-" +
-                      std::to_wstring(counter++) + L"-" + widen(base);
-  if (!write_all(copy, bytes.data(), bytes.size()))
+  std::wstring copy = dir + L"\\" + widen(base);
+  if (!write_all(copy, bytes.data(), bytes.size())) {
+    RemoveDirectoryW(dir.c_str());
     return make_error(ErrorCode::LoadFailed, "cannot write the private copy: " + last_error(), name);
+  }
   lib->copy_path_ = narrow(copy);
-  // The PDB, if the artifact has one beside it, renamed to match the copy.
+  // The PDB, if the artifact has one beside it, under the name the DLL's
+  // CodeView record gives (the artifact's own, for a DLL hotlink linked).
   std::wstring pdb = without_extension(widen(name)) + L".pdb";
   if (GetFileAttributesW(pdb.c_str()) != INVALID_FILE_ATTRIBUTES)
     CopyFileW(pdb.c_str(), (without_extension(copy) + L".pdb").c_str(), FALSE);

@@ -7,11 +7,16 @@
 //   running process cannot provide, each as a named ErrorCode
 //   (NotASharedObject, FormatMismatch, ArchMismatch, MissingExport,
 //   HashMismatch, UnresolvedSymbol) naming the artifact and the symbol.
-// - load_private() maps a private copy (a memfd on Linux; a uniquely named
-//   copy, with its PDB copied under the matching name, on Windows), so the same path
-//   can be loaded again and again, a writer can replace the published file
-//   while an old version is mapped, and the dynamic loader's cache never
-//   hands back a stale image. RTLD_NOW | RTLD_LOCAL.
+// - load_private() maps a private copy: a uniquely named real file (on
+//   Linux in a per-process directory on tmpfs, mode 0700, named
+//   NAME.N.<hash>.so; on Windows a directory per copy, with the DLL's PDB
+//   beside it), so the same path can be loaded again and again, a writer can
+//   replace the published file while an old version is mapped, the dynamic
+//   loader never hands back a stale image, and debuggers and profilers
+//   (gdb, perf, valgrind) open the mapped image by the name the loader
+//   lists. The file lives exactly as long as the Library; what a killed
+//   process left is removed by the next process that loads. RTLD_NOW |
+//   RTLD_LOCAL.
 // - check_abi() compares what an entry point's f_metadata() reports with
 //   what the host was built against.
 #pragma once
@@ -63,7 +68,25 @@ Expected<std::vector<std::uint8_t>> read_artifact_file(const std::string &path);
 std::string sha256_hex(const std::vector<std::uint8_t> &bytes);
 std::string blake3_hex(const std::vector<std::uint8_t> &bytes);
 
-// A mapped private copy. Unmapped (dlclose) when destroyed.
+struct LoadOptions {
+  // The private copy's file name. Empty: NAME.N.<hash>.EXT from the
+  // artifact's name, a per-process count and the first 8 hex digits of the
+  // bytes' hash (HotModule names versions NAME.vN.<hash>.EXT).
+  std::string file_name;
+  // Post-mortem: also keep the image in DIR after it is unmapped and the
+  // process has exited, as DIR/.build-id/xx/REST.debug (gdb's
+  // debug-file-directory), DIR/.build-id/xx/REST (perf's build-id cache:
+  // `perf --buildid-dir DIR report` of a `perf record --buildid-mmap`) and
+  // DIR/FILE_NAME (gdb's solib-search-path, for a core file). Empty:
+  // $HOTLINK_KEEP_IMAGES if set, else off. ELF (an image without a
+  // build-id is kept under its file name alone).
+  std::string keep_images;
+  // Past this many bytes in DIR, the oldest kept images are removed.
+  std::uint64_t keep_max_bytes = 256ull << 20;
+};
+
+// A mapped private copy. Unmapped (dlclose) and its file removed when
+// destroyed.
 class Library {
 public:
   ~Library();
@@ -72,21 +95,22 @@ public:
 
   void *symbol(const std::string &name) const; // nullptr when absent
   const std::string &name() const { return name_; }
+  // The file the dynamic loader mapped (what gdb, perf and valgrind show).
+  const std::string &path() const { return copy_path_; }
 
 private:
   friend Expected<std::unique_ptr<Library>> load_private(const std::vector<std::uint8_t> &,
-                                                         const std::string &);
+                                                         const std::string &, const LoadOptions &);
   Library() = default;
   void *handle_ = nullptr;
-  int fd_ = -1;           // POSIX: the memfd, kept open while mapped so its
-                          // /proc/self/fd path stays unique
-  std::string copy_path_; // Windows: the private copy on disk
+  std::string copy_path_; // the private copy on disk
   std::string name_;
 };
 
 // Maps `bytes` (verified first by the caller) as a private copy.
 Expected<std::unique_ptr<Library>> load_private(const std::vector<std::uint8_t> &bytes,
-                                                const std::string &name);
+                                                const std::string &name,
+                                                const LoadOptions &options = {});
 
 struct AbiArgument {
   std::string name;

@@ -10,6 +10,7 @@
 #include "llvm/Support/Program.h"
 #include "llvm/Support/xxhash.h"
 
+#include <algorithm>
 #include <atomic>
 #include <gtest/gtest.h>
 
@@ -118,16 +119,18 @@ Run run(const std::vector<std::string> &argv, const RunOptions &options) {
   posix_spawnattr_init(&attr);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
   posix_spawnattr_setpgroup(&attr, 0);
+  // This process's environment, then options.env; a later entry of a name
+  // replaces every earlier one.
   std::vector<std::string> env;
-  for (char **e = environ; *e; ++e) {
-    std::string v = *e;
-    bool replaced = false;
-    for (const std::string &add : options.env)
-      replaced |= v.substr(0, v.find('=') + 1) == add.substr(0, add.find('=') + 1);
-    if (!replaced)
-      env.push_back(v);
+  for (char **e = environ; *e; ++e)
+    env.push_back(*e);
+  for (const std::string &add : options.env) {
+    std::string key = add.substr(0, add.find('=') + 1);
+    env.erase(std::remove_if(env.begin(), env.end(),
+                             [&](const std::string &v) { return v.compare(0, key.size(), key) == 0; }),
+              env.end());
+    env.push_back(add);
   }
-  env.insert(env.end(), options.env.begin(), options.env.end());
   std::vector<char *> cargv, cenv;
   for (const std::string &a : argv)
     cargv.push_back(const_cast<char *>(a.c_str()));

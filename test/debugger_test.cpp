@@ -1,0 +1,361 @@
+// Debuggers and profilers see every hot-loaded version (issue 17): gdb,
+// perf and valgrind run on a host that loads kernels compiled with -g
+// through HotModule or load_private, and must name the kernel's functions
+// with file and line. Each tool runs in a process group of its own with a
+// timeout that kills it and everything it started.
+#include "cache/cache.h"
+#include "exports/symbols.h"
+#include "linker/linker.h"
+#include "linker/service.h"
+#include "loader/loader.h"
+#include "test/support.h"
+
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sys/stat.h>
+
+namespace hotlink {
+namespace {
+
+using test::Bytes;
+
+const std::string kGdb = "/usr/bin/gdb";
+const std::string kPerf = "/usr/bin/perf";
+const std::string kValgrind = "/usr/bin/valgrind";
+
+std::string host() { return test::bin_dir() + "/hotlink-debug-host"; }
+
+// kernel_vN.c, compiled -g -O0: its functions' lines are known.
+std::string kernel_source(int version) {
+  return "#include <stdlib.h>\n"                                                     // 1
+         "__attribute__((noinline)) int kernel_work(int x) {\n"                      // 2
+         "  volatile int acc = 0;\n"                                                 // 3
+         "  for (int i = 0; i < x; ++i) acc += i * " + std::to_string(version) + ";\n" // 4
+         "  return acc;\n"                                                           // 5
+         "}\n"                                                                       // 6
+         "int kernel_work_argv(void **a) { *(int *)a[1] = kernel_work(*(int *)a[0]); return 0; }\n" // 7
+         "void kernel_spin(const volatile int *stop) {\n"                            // 8
+         "  while (!*stop) {}\n"                                                     // 9
+         "}\n"                                                                       // 10
+         "void kernel_abort(void) {\n"                                               // 11
+         "  abort();\n"                                                              // 12
+         "}\n"                                                                       // 13
+         "int kernel_bad(const int *p) {\n"                                          // 14
+         "  return p[" + std::to_string(version * 8) + "];\n"                        // 15
+         "}\n";
+}
+
+// Compiles kernel_vN.c with -g and links it with hotlink; returns the .so.
+std::string debug_kernel(const std::string &dir, int version) {
+  std::string src = dir + "/kernel_v" + std::to_string(version) + ".c";
+  std::string s = kernel_source(version);
+  test::write_file(src, Bytes(s.begin(), s.end()));
+  std::string obj = dir + "/kernel_v" + std::to_string(version) + ".o";
+  test::Run cc = test::run({HOTLINK_TEST_CLANG, "-g", "-O0", "-fPIC", "-c", src, "-o", obj});
+  EXPECT_EQ(cc.code, 0) << cc.err;
+  LinkRequest req;
+  req.inputs.push_back(Input::file(obj));
+  req.exports = ExportPolicy::list({"kernel_work", "kernel_work_argv", "kernel_spin", "kernel_abort", "kernel_bad"});
+  req.output_path = dir + "/kernel.so." + std::to_string(version);
+  LinkService service;
+  LinkResult r = service.link(req);
+  EXPECT_TRUE(r.ok()) << r.error->to_string();
+  // Both versions go by one name, as a JIT republishing kernel.so would.
+  std::string published = dir + "/v" + std::to_string(version);
+  std::filesystem::create_directories(published);
+  std::filesystem::rename(req.output_path, published + "/kernel.so");
+  return published + "/kernel.so";
+}
+
+test::Run run(const std::vector<std::string> &argv, std::vector<std::string> env = {}, unsigned timeout = 120) {
+  test::RunOptions o;
+  o.env = std::move(env);
+  o.env.insert(o.env.begin(), "HOTLINK_TMPDIR=" + test::temp_dir()); // unless the caller names one
+  o.timeout_seconds = timeout;
+  return test::run(argv, o);
+}
+
+std::vector<std::string> gdb(std::vector<std::string> commands, std::vector<std::string> args) {
+  std::vector<std::string> argv = {kGdb, "-batch", "-nx"};
+  for (const std::string &c : commands) {
+    argv.push_back("-ex");
+    argv.push_back(c);
+  }
+  argv.insert(argv.end(), args.begin(), args.end());
+  return argv;
+}
+
+TEST(Debuggers, GdbHitsAPendingBreakpointInEachVersionAndNamesFileAndLine) {
+  std::string dir = test::temp_dir();
+  std::string v1 = debug_kernel(dir, 1), v2 = debug_kernel(dir, 2);
+  test::Run g = run(gdb({"set breakpoint pending on", "break kernel_work", "run", "bt", "continue", "bt", "continue"},
+                        {"--args", host(), "hot", v1, v2}));
+  EXPECT_FALSE(g.timed_out) << "gdb hung";
+  EXPECT_EQ(g.code, 0) << g.out << g.err;
+  std::regex hit1("#0 +kernel_work \\(x=20\\) at [^\\n]*kernel_v1\\.c:3");
+  std::regex hit2("#0 +kernel_work \\(x=20\\) at [^\\n]*kernel_v2\\.c:3");
+  EXPECT_TRUE(std::regex_search(g.out, hit1)) << g.out;
+  EXPECT_TRUE(std::regex_search(g.out, hit2)) << g.out;
+  EXPECT_NE(g.out.find("v1 190"), std::string::npos) << g.out;
+  EXPECT_NE(g.out.find("v2 380"), std::string::npos) << g.out;
+  // The two versions are distinct files that say which version they are.
+  EXPECT_TRUE(std::regex_search(g.out + g.err, std::regex("kernel\\.v1\\.[0-9a-f]{8}\\.so"))) << g.out;
+}
+
+TEST(Debuggers, GdbNamesAKernelLoadedWithLoadPrivate) {
+  std::string dir = test::temp_dir();
+  std::string v1 = debug_kernel(dir, 1);
+  test::Run g = run(gdb({"set breakpoint pending on", "break kernel_v1.c:4", "run", "bt", "continue"},
+                        {"--args", host(), "private", v1}));
+  EXPECT_FALSE(g.timed_out) << "gdb hung";
+  EXPECT_TRUE(std::regex_search(g.out, std::regex("#0 +kernel_work \\(x=20\\) at [^\\n]*kernel_v1\\.c:4"))) << g.out;
+  EXPECT_NE(g.out.find("private 190"), std::string::npos) << g.out;
+}
+
+TEST(Debuggers, GdbAttachesToARunningHost) {
+  std::string dir = test::temp_dir();
+  std::string v1 = debug_kernel(dir, 1);
+  std::string ready = dir + "/ready", stop = dir + "/stop";
+  // One shell, one process group: the host spins inside the kernel, gdb
+  // attaches, reads the stack and detaches, then the host is told to stop.
+  std::string script = "'" + host() + "' spin '" + v1 + "' '" + ready + "' '" + stop + "' & pid=$!\n"
+                       "while [ ! -e '" + ready + "' ]; do sleep 0.05; done\n"
+                       "'" + kGdb + "' -batch -nx -p $pid -ex bt -ex 'info symbol kernel_work' -ex detach\n"
+                       "touch '" + stop + "'\nwait $pid\n";
+  test::Run g = run({"/bin/sh", "-c", script});
+  EXPECT_FALSE(g.timed_out) << "gdb hung attached to the host";
+  EXPECT_TRUE(std::regex_search(g.out, std::regex("kernel_spin \\(stop=[^)]*\\) at [^\\n]*kernel_v1\\.c:9"))) << g.out << g.err;
+  EXPECT_TRUE(std::regex_search(g.out, std::regex("kernel_work in section \\.text of [^\\n]*kernel\\.v1\\.[0-9a-f]{8}\\.so")))
+      << g.out;
+  EXPECT_NE(g.out.find("spun"), std::string::npos) << g.out;
+}
+
+bool perf_works(std::string &why) {
+  if (!test::exists(kPerf)) {
+    why = "no perf (Debian: linux-perf)";
+    return false;
+  }
+  std::string data = test::temp_dir() + "/probe.data";
+  test::Run p = run({kPerf, "record", "-q", "-e", "cpu-clock", "-o", data, "--", "/bin/true"});
+  if (p.code != 0) {
+    why = "perf record -e cpu-clock cannot run here: " + p.err;
+    return false;
+  }
+  return true;
+}
+
+// perf report lines "  12.34%  kernel.v1.1a2b3c4d.so  [.] kernel_work".
+std::set<std::string> kernel_dsos(const std::string &report) {
+  std::set<std::string> out;
+  std::regex line("(kernel\\.v[12]\\.[0-9a-f]{8}\\.so) +\\[\\.\\] kernel_work");
+  for (std::sregex_iterator it(report.begin(), report.end(), line), end; it != end; ++it)
+    out.insert((*it)[1]);
+  return out;
+}
+
+TEST(Profilers, PerfNamesTheKernelFunctionInEachVersion) {
+  std::string why;
+  if (!perf_works(why))
+    GTEST_SKIP() << why;
+  std::string dir = test::temp_dir();
+  std::string v1 = debug_kernel(dir, 1), v2 = debug_kernel(dir, 2);
+  std::string ready = dir + "/ready", stop = dir + "/stop", data = dir + "/perf.data";
+  // perf records the running host; the report is read while the host
+  // (and so its mapped versions) is still there.
+  std::string script = "'" + host() + "' loop '" + v1 + "' '" + v2 + "' 600 '" + ready + "' '" + stop + "' & pid=$!\n"
+                       "while [ ! -e '" + ready + "' ]; do sleep 0.01; done\n"
+                       "'" + kPerf + "' record -q --no-buildid-cache -e cpu-clock -p $pid -o '" + data + "' -- sleep 1.6\n"
+                       "'" + kPerf + "' report -i '" + data + "' --stdio --sort dso,sym 2>/dev/null\n"
+                       "touch '" + stop + "'\nwait $pid\n";
+  test::Run p = run({"/bin/sh", "-c", script});
+  EXPECT_FALSE(p.timed_out);
+  std::set<std::string> dsos = kernel_dsos(p.out);
+  EXPECT_EQ(dsos.size(), 2u) << p.out << p.err;
+}
+
+TEST(Profilers, ValgrindNamesTheKernelFunctionAndLine) {
+  if (test::kSanitized)
+    GTEST_SKIP() << "valgrind cannot run a host built with a sanitizer";
+  std::string dir = test::temp_dir();
+  std::string v1 = debug_kernel(dir, 1);
+  test::Run v = run({kValgrind, "--error-exitcode=9", host(), "bad", v1}, {}, 300);
+  EXPECT_FALSE(v.timed_out);
+  EXPECT_EQ(v.code, 9) << v.err;
+  EXPECT_NE(v.err.find("Invalid read of size 4"), std::string::npos) << v.err;
+  EXPECT_TRUE(std::regex_search(v.err, std::regex("at 0x[0-9A-F]+: kernel_bad \\([^)]*kernel_v1\\.c:15\\)"))) << v.err;
+}
+
+// --- Post-mortem --------------------------------------------------------------------
+
+TEST(PostMortem, GdbReadsACoreOfAHostThatAbortedInsideTheKernel) {
+  if (test::kSanitized)
+    GTEST_SKIP() << "a sanitizer's shadow memory would make the core terabytes";
+  std::string dir = test::temp_dir();
+  std::string v1 = debug_kernel(dir, 1);
+  std::string keep = dir + "/kept", core = dir + "/core", loads = test::temp_dir();
+  // gdb writes the core when the kernel's abort() stops the host.
+  test::Run g = run(gdb({"run", "generate-core-file " + core, "kill"}, {"--args", host(), "abort", v1}),
+                    {"HOTLINK_KEEP_IMAGES=" + keep, "HOTLINK_TMPDIR=" + loads});
+  EXPECT_FALSE(g.timed_out);
+  ASSERT_TRUE(test::exists(core)) << g.out << g.err;
+  // The host is gone, and its private copy with it (killed, it left it: the
+  // next host would remove it); the kept image stands in.
+  std::filesystem::remove_all(loads);
+  test::Run pm = run({kGdb, "-batch", "-nx", "-iex", "set debug-file-directory " + keep, "-iex",
+                      "set solib-search-path " + keep, host(), core, "-ex", "bt"});
+  EXPECT_FALSE(pm.timed_out);
+  EXPECT_TRUE(std::regex_search(pm.out, std::regex("kernel_abort \\(\\) at [^\\n]*kernel_v1\\.c:12"))) << pm.out << pm.err;
+  // Without the kept images, gdb cannot say which function it was.
+  test::Run blind = run({kGdb, "-batch", "-nx", host(), core, "-ex", "bt", "-ex", "info sharedlibrary"});
+  EXPECT_FALSE(std::regex_search(blind.out, std::regex("kernel_abort \\(\\) at"))) << blind.out << blind.err;
+}
+
+TEST(PostMortem, PerfReportsAfterTheHostExited) {
+  std::string why;
+  if (!perf_works(why))
+    GTEST_SKIP() << why;
+  std::string dir = test::temp_dir();
+  std::string v1 = debug_kernel(dir, 1), v2 = debug_kernel(dir, 2);
+  std::string keep = dir + "/kept", data = dir + "/perf.data";
+  // --buildid-mmap: the kernel records each mapping's build-id, which is
+  // all perf knows of a file that is gone when the report runs.
+  test::Run rec = run({kPerf, "record", "-q", "--buildid-mmap", "-e", "cpu-clock", "-o", data, "--", host(),
+                       "loop", v1, v2, "500", "-", "-"},
+                      {"HOTLINK_KEEP_IMAGES=" + keep});
+  ASSERT_EQ(rec.code, 0) << rec.err;
+  EXPECT_NE(rec.out.find("looped"), std::string::npos);
+  test::Run rep = run({kPerf, "--buildid-dir", keep, "report", "-i", data, "--stdio", "--sort", "dso,sym"});
+  EXPECT_EQ(kernel_dsos(rep.out).size(), 2u) << rep.out << rep.err;
+  test::Run blind = run({kPerf, "--buildid-dir", test::temp_dir(), "report", "-i", data, "--stdio", "--sort", "dso,sym"});
+  EXPECT_TRUE(kernel_dsos(blind.out).empty()) << blind.out;
+}
+
+TEST(PostMortem, KeptImagesAreBounded) {
+  std::string keep = test::temp_dir() + "/kept";
+  std::string dir = test::temp_dir();
+  std::string v1 = debug_kernel(dir, 1);
+  auto bytes = loader::read_artifact_file(v1);
+  ASSERT_TRUE(bytes.ok());
+  loader::LoadOptions o;
+  o.keep_images = keep;
+  o.keep_max_bytes = bytes->size() * 3 + bytes->size() / 2; // room for three images
+  for (int i = 0; i < 6; ++i) {
+    Bytes b = bytes.value();
+    // Another image each time (the build-id note's bytes stay as they are:
+    // only the name tells them apart here).
+    o.file_name = "kernel." + std::to_string(i) + ".so";
+    auto lib = loader::load_private(b, v1, o);
+    ASSERT_TRUE(lib.ok()) << lib.error().to_string();
+  }
+  std::size_t images = 0;
+  for (const auto &e : std::filesystem::directory_iterator(keep))
+    images += e.is_regular_file();
+  EXPECT_LE(images, 3u);
+  EXPECT_GE(images, 1u);
+}
+
+// --- Files ----------------------------------------------------------------------------
+
+TEST(LoadFiles, EachVersionIsARealFileThatLivesAsLongAsItIsMapped) {
+  std::string dir = test::temp_dir();
+  std::string v1 = debug_kernel(dir, 1);
+  auto bytes = loader::read_artifact_file(v1);
+  ASSERT_TRUE(bytes.ok());
+  std::string path;
+  {
+    auto lib = loader::load_private(bytes.value(), v1);
+    ASSERT_TRUE(lib.ok()) << lib.error().to_string();
+    path = lib.value()->path();
+    EXPECT_TRUE(test::exists(path));
+    EXPECT_TRUE(std::regex_search(path, std::regex("/hotlink-load-[^/]+/kernel\\.[0-9]+\\.[0-9a-f]{8}\\.so$"))) << path;
+    struct stat st;
+    ASSERT_EQ(::stat(std::filesystem::path(path).parent_path().c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0700u);
+    // The dynamic loader lists it by that name.
+    std::ifstream maps("/proc/self/maps");
+    std::string all((std::istreambuf_iterator<char>(maps)), {});
+    EXPECT_NE(all.find(path), std::string::npos);
+    // Loading the same bytes again gives another file.
+    auto again = loader::load_private(bytes.value(), v1);
+    ASSERT_TRUE(again.ok());
+    EXPECT_NE(again.value()->path(), path);
+  }
+  EXPECT_FALSE(test::exists(path));
+}
+
+TEST(LoadFiles, WhatAKilledHostLeftIsRemovedByTheNextOne) {
+  std::string dir = test::temp_dir();
+  std::string v1 = debug_kernel(dir, 1);
+  std::string tmp = test::temp_dir();
+  std::string ready = dir + "/ready", stop = dir + "/stop";
+  std::string script = "'" + host() + "' spin '" + v1 + "' '" + ready + "' '" + stop + "' & pid=$!\n"
+                       "while [ ! -e '" + ready + "' ]; do sleep 0.05; done\nkill -9 $pid\nwait $pid\nexit 0\n";
+  test::RunOptions o;
+  o.env = {"HOTLINK_TMPDIR=" + tmp};
+  o.timeout_seconds = 60;
+  ASSERT_EQ(test::run({"/bin/sh", "-c", script}, o).code, 0);
+  auto load_dirs = [&] {
+    std::vector<std::string> out;
+    for (const auto &e : std::filesystem::directory_iterator(tmp))
+      if (e.path().filename().string().rfind("hotlink-load-", 0) == 0)
+        out.push_back(e.path());
+    return out;
+  };
+  std::vector<std::string> left = load_dirs();
+  ASSERT_EQ(left.size(), 1u);
+  EXPECT_FALSE(test::files_in(left[0]).empty()); // the killed host's copy is still there
+  test::Run next = test::run({host(), "private", v1}, o);
+  EXPECT_EQ(next.code, 0) << next.err;
+  EXPECT_FALSE(test::exists(left[0])) << "the dead host's directory was not removed";
+  EXPECT_TRUE(load_dirs().empty()); // and the second host removed its own at exit
+}
+
+// Every ELF artifact has a build-id, and the same request gives the same
+// one whether it was linked here, in a worker or answered by the cache.
+TEST(BuildId, IsPresentAndTheSameWhereverTheLinkRan) {
+  Bytes obj = test::compile_c(host_target(), "int f(int x) { return x + 1; }\nint f_argv(void **a) { return 0; }\n");
+  LinkRequest req;
+  req.inputs.push_back(Input::memory("k.o", obj));
+  auto cache = cache::Cache::open({test::temp_dir() + "/cache"});
+  ASSERT_TRUE(cache.ok());
+  LinkService plain;
+  LinkService cached({.cache = cache.value()});
+  std::vector<std::string> ids;
+  auto id_of = [&](const LinkResult &r) {
+    EXPECT_TRUE(r.ok()) << r.error->to_string();
+    auto info = exports::read_artifact(r.artifact.data(), r.artifact.size(), "k.so");
+    EXPECT_TRUE(info.ok());
+    return info ? info->build_id : std::string();
+  };
+  ids.push_back(id_of(plain.link(req)));
+  LinkRequest isolated = req;
+  isolated.execution = Execution::Isolated;
+  LinkResult w = plain.link(isolated);
+  EXPECT_EQ(w.executed_by, "worker");
+  ids.push_back(id_of(w));
+  LinkResult miss = cached.link(req);
+  EXPECT_EQ(miss.cache, CacheUse::Miss);
+  ids.push_back(id_of(miss));
+  LinkResult hit = cached.link(req);
+  EXPECT_EQ(hit.cache, CacheUse::Hit);
+  ids.push_back(id_of(hit));
+  LinkRequest bare = req;
+  bare.runtime = Runtime::None;
+  ids.push_back(id_of(plain.link(bare)));
+  EXPECT_GE(ids[0].size(), 16u) << ids[0];
+  for (int i = 1; i < 4; ++i)
+    EXPECT_EQ(ids[i], ids[0]);
+  EXPECT_FALSE(ids[4].empty()); // a bare link has one too
+  Bytes other = test::compile_c(host_target(), "int f(int x) { return x + 2; }\nint f_argv(void **a) { return 0; }\n");
+  LinkRequest changed;
+  changed.inputs.push_back(Input::memory("k.o", other));
+  EXPECT_NE(id_of(plain.link(changed)), ids[0]);
+}
+
+} // namespace
+} // namespace hotlink
