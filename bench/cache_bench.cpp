@@ -1,7 +1,7 @@
 // The cache's two paths, for a small kernel and a ~150 KB object, with the
 // cache on tmpfs (/dev/shm):
 // - hit: LinkService::link (plan, key, lookup, read + BLAKE3 check) +
-//   loader verify against the manifest's hash + map (dlopen of a memfd);
+//   loader verify against the manifest's hash + map (dlopen of a private file on tmpfs);
 // - caller-key hit: Cache::get_or_build with a key the caller computed
 //   before compiling (nothing is planned) + cache::load;
 // - miss: link + store + verify + map, on an emptied cache (the local link);

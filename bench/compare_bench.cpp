@@ -1,7 +1,7 @@
 // hotlink against what JIT users do today, from object bytes in memory to a
 // function they can call, for three sizes of object:
 // - hotlink in-process: LinkService::link (bytes out) + load_private
-//   (memfd + dlopen) + symbol lookup;
+//   (a private file on tmpfs + dlopen) + symbol lookup;
 // - ld.lld-22 process: write the object to tmpfs, run `ld.lld-22 -shared`,
 //   dlopen + dlsym;
 // - cc -shared process: the same with the system compiler driver;

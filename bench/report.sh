@@ -29,11 +29,11 @@ mem=$(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo)
   echo "The machine is shared: rerun to see the spread."
   echo
   echo "Each path goes from object bytes in memory to a function pointer it"
-  echo "called once: hotlink in-process (link + memfd + dlopen + dlsym); writing"
+  echo "called once: hotlink in-process (link + private file + dlopen + dlsym); writing"
   echo "the object and running \`ld.lld-22 -shared\` or \`cc -shared\`, then"
   echo "dlopen + dlsym; LLVM ORC's LLJIT adding the object to a fresh JITDylib of"
   echo "a JIT made once, then looking the symbol up; a hotlink cache hit (link()"
-  echo "answered by the cache + memfd + dlopen + dlsym). The small kernel is"
+  echo "answered by the cache + private file + dlopen + dlsym). The small kernel is"
   echo "\`kernel\` + \`kernel_argv\`; the ~150 KB object is 400 compiled C"
   echo "functions; the ~20 MB object is 125,000 generated functions that call"
   echo "each other (llvm-mc)."

@@ -677,6 +677,19 @@ Expected<Member> collect_bitcode(MemoryBufferRef buf, const std::string &member,
   return m;
 }
 
+bool has_codeview(const ObjectFile &obj) {
+  if (!isa<COFFObjectFile>(&obj))
+    return false;
+  for (const SectionRef &sec : obj.sections()) {
+    auto n = sec.getName();
+    if (n && *n == ".debug$S")
+      return true;
+    if (!n)
+      consumeError(n.takeError());
+  }
+  return false;
+}
+
 bool has_startup_sections(const ObjectFile &obj) {
   if (!isa<ELFObjectFileBase>(&obj))
     return false;
@@ -799,8 +812,10 @@ Expected<ObjectInfo> read_object_unguarded(const void *data, std::size_t size,
         return ok.take_error();
       if (auto e = refuse_gcc_lto(info.symbols, first, name, member))
         return *e;
-      if (auto *o = dyn_cast<ObjectFile>(sf))
+      if (auto *o = dyn_cast<ObjectFile>(sf)) {
         info.startup_sections |= has_startup_sections(*o);
+        info.codeview |= has_codeview(*o);
+      }
       if (auto *o = dyn_cast<ObjectFile>(sf)) {
         collect_default_libs(*o, info.default_libs);
         if (branch_info)
@@ -832,6 +847,7 @@ Expected<ObjectInfo> read_object_unguarded(const void *data, std::size_t size,
   if (auto e = refuse_gcc_lto(info.symbols, 0, name, {}))
     return *e;
   info.startup_sections = has_startup_sections(*obj);
+  info.codeview = has_codeview(*obj);
   collect_default_libs(*obj, info.default_libs);
   if (branch_info)
     if (auto e = mark_branch_only(*obj, info.symbols, 0, name))

@@ -53,6 +53,8 @@ struct ObjectInfo {
   // .ctors, .dtors, .tm_clone_table), so a link must include crti.o and
   // crtbeginS.o and their ends.
   bool startup_sections = false;
+  // COFF: carries CodeView debug info (.debug$S), which a PDB can hold.
+  bool codeview = false;
 };
 
 // Reads a relocatable object, an LLVM bitcode file, or an archive of them.

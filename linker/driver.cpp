@@ -28,6 +28,7 @@
 #include <mutex>
 #include <sys/stat.h>
 #include <thread>
+#include <tuple>
 #include <unistd.h>
 
 LLD_HAS_DRIVER(elf)
@@ -394,14 +395,18 @@ JobOutput run_in_process(const Job &job) {
   replace_all(out.out_text, dir + "/", "");
   replace_all(out.err_text, dir + "/", "");
 
-  if (out.ret_code == 0 && !job.implib_name.empty()) {
-    // lld-link writes the import library as a regular file (through a
-    // temporary one: one small RemoveFileOnSignal entry per link that asks
-    // for an import library).
-    std::ifstream f(dir + "/" + job.implib_name, std::ios::binary);
-    out.implib.assign(std::istreambuf_iterator<char>(f), {});
-    if (out.implib.empty())
-      out.setup_error = "lld wrote no import library '" + job.implib_name + "'";
+  // lld-link writes the import library and the PDB as regular files
+  // (through temporary ones: one small RemoveFileOnSignal entry per link
+  // that asks for them); they go back with the image, the scratch
+  // directory with them.
+  for (auto [name, bytes, what] : {std::tuple{&job.implib_name, &out.implib, "import library"},
+                                   std::tuple{&job.pdb_name, &out.pdb, "PDB"}}) {
+    if (out.ret_code != 0 || name->empty())
+      continue;
+    std::ifstream f(dir + "/" + *name, std::ios::binary);
+    bytes->assign(std::istreambuf_iterator<char>(f), {});
+    if (bytes->empty())
+      out.setup_error = std::string("lld wrote no ") + what + " '" + *name + "'";
   }
   // A successful link always writes a non-empty image.
   if (out.ret_code == 0 && out.artifact.empty())

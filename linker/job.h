@@ -67,6 +67,7 @@ struct Job {
   std::uint64_t input_bytes = 0;
   std::string output_name; // lld's output, relative to the workdir
   std::string implib_name; // COFF import library to return, if any
+  std::string pdb_name;    // COFF PDB to return, if any
   // Paths as lld will print them -> the names the user knows them by.
   std::vector<std::pair<std::string, std::string>> display_names;
 };
@@ -77,6 +78,7 @@ struct JobOutput {
   std::string out_text, err_text; // what lld printed, captured
   std::vector<std::uint8_t> artifact;
   std::vector<std::uint8_t> implib;
+  std::vector<std::uint8_t> pdb;
   double link_ms = 0;
   std::string setup_error; // the scratch dir or output could not be handled
   bool not_run = false;    // in-process lld was already unusable: run elsewhere

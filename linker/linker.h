@@ -91,6 +91,14 @@ struct LinkRequest {
   std::string def_output;    // COFF: also write the .def here
   std::string implib_output; // COFF: also write the import library here
   bool want_implib = false;  // COFF: return it in LinkResult::implib
+  // COFF: a PDB of the DLL's debug info, written beside it (atomically,
+  // like the .def and .lib); the DLL's CodeView record names its file name
+  // (-pdbaltpath), and the PDB's GUID follows from the content, so a
+  // debugger never pairs a DLL with another version's PDB. With `debug`
+  // and an output path, it defaults to OUTPUT with the extension .pdb;
+  // without an output path it is returned in LinkResult::pdb.
+  std::string pdb_output;
+  bool debug = false; // COFF: link the inputs' CodeView debug info into a PDB
   std::vector<std::string> libraries; // -l names (or archive paths)
   std::vector<std::string> library_paths;
   // COFF: a mingw-w64 sysroot (e.g. /usr/x86_64-w64-mingw32) or an MSVC /
@@ -171,6 +179,8 @@ struct LinkResult {
   std::string def_path, implib_path;   // when def_output / implib_output
   std::vector<std::uint8_t> implib;    // the import library, when asked for
                                        // without an implib_output path
+  std::string pdb_path;                // COFF: where the PDB was published
+  std::vector<std::uint8_t> pdb;       // COFF: the PDB, with `debug` and no paths
   std::vector<std::string> support_objects; // symbols hotlink provided
   std::vector<std::string> system_libraries; // COFF sysroot: libraries that
                                              // resolved a symbol

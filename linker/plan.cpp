@@ -133,6 +133,10 @@ private:
                         ".def files and import libraries are for COFF targets, not " + tgt.triple, {},
                         !req_.def_input.empty() ? "--def-in" : !req_.def_output.empty() ? "--def" : "--implib",
                         "drop the option, or link for a -windows-msvc target");
+    if ((!req_.pdb_output.empty() || req_.debug) && !coff())
+      return make_error(ErrorCode::BadRequest, "PDBs are for COFF targets, not " + tgt.triple +
+                                                   " (an ELF or Mach-O artifact keeps its debug info itself)",
+                        {}, !req_.pdb_output.empty() ? "--pdb" : "--debug", "drop the option");
     if (!req_.def_output.empty() && req_.exports.mode == exports::ExportPolicy::Mode::None &&
         req_.def_input.empty())
       return make_error(ErrorCode::BadRequest, "a .def needs an export list, and the policy is 'none'",
@@ -729,8 +733,41 @@ private:
         plan_.job.implib_name = llvm::sys::path::stem(plan_.job.output_name).str() + ".lib";
         a.push_back(in_dir("-implib:", plan_.job.implib_name));
       }
+      pdb();
     }
     return std::nullopt;
+  }
+
+  // COFF: the PDB is written in the scratch directory under the name it is
+  // published by, which the DLL's CodeView record names (debuggers look
+  // for that name beside the DLL); -Brepro makes its GUID follow from the
+  // content.
+  void pdb() {
+    if (req_.pdb_output.empty() && !req_.debug)
+      return;
+    if (!req_.pdb_output.empty()) {
+      plan_.pdb_path = req_.pdb_output;
+    } else if (!req_.output_path.empty()) {
+      llvm::SmallString<256> p(req_.output_path);
+      llvm::sys::path::replace_extension(p, ".pdb");
+      plan_.pdb_path = p.str().str();
+    }
+    std::string file = !plan_.pdb_path.empty() ? llvm::sys::path::filename(plan_.pdb_path).str()
+                                               : llvm::sys::path::stem(plan_.job.output_name).str() + ".pdb";
+    plan_.job.pdb_name = file;
+    std::vector<Arg> &a = plan_.job.args;
+    a.push_back(plain("-debug"));
+    a.push_back(in_dir("-pdb:", file));
+    a.push_back(plain("-pdbaltpath:" + file));
+    bool codeview = false;
+    for (const Loaded &l : loaded_)
+      codeview |= l.info.codeview;
+    if (!codeview)
+      plan_.diagnostics.push_back(Diagnostic{
+          Severity::Warning,
+          "no input carries CodeView debug info, so the PDB holds public symbols only; compile with "
+          "-g -gcodeview (clang) or /Z7 (MSVC)",
+          {}, {}});
   }
 
   // The inputs in order; in-memory ones (and rewritten archives) become

@@ -33,6 +33,7 @@ struct Plan {
   // Identities of files outside the request that reach lld (the runtime
   // environment's, libraries found by -l): in the cache key.
   std::vector<std::string> fingerprints;
+  std::string pdb_path; // COFF: where the PDB is published, if one is made
   // What the job's borrowed files (runtime stubs) belong to.
   std::shared_ptr<const void> keep_alive;
 };

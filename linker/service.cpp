@@ -181,6 +181,7 @@ std::optional<Error> LinkService::Impl::run(const LinkRequest &req, const Plan &
   }
   res.artifact = std::move(out.artifact);
   res.implib = std::move(out.implib);
+  res.pdb = std::move(out.pdb);
   return std::nullopt;
 }
 
@@ -226,12 +227,13 @@ LinkResult LinkService::Impl::link(const LinkRequest &req) {
 
   // Every file the link publishes is reserved before lld runs, so that an
   // unwritable destination fails early and nothing is published partially.
-  std::optional<OutputReservation> output, def_output, implib_output;
+  std::optional<OutputReservation> output, def_output, implib_output, pdb_output;
   // Artifacts are executable (0755), companions are not (0644); both less
   // the umask.
   for (auto [path, slot, mode] : {std::tuple{&req.output_path, &output, 0755u},
                                   std::tuple{&req.def_output, &def_output, 0644u},
-                                  std::tuple{&req.implib_output, &implib_output, 0644u}}) {
+                                  std::tuple{&req.implib_output, &implib_output, 0644u},
+                                  std::tuple{static_cast<const std::string *>(&plan->pdb_path), &pdb_output, 0644u}}) {
     if (path->empty())
       continue;
     auto r = OutputReservation::reserve(*path, mode);
@@ -257,6 +259,7 @@ LinkResult LinkService::Impl::link(const LinkRequest &req) {
       cache::Artifact a;
       a.bytes = std::move(res.artifact);
       a.implib = std::move(res.implib);
+      a.pdb = std::move(res.pdb);
       a.name = plan->job.output_name;
       a.target = plan->target.triple;
       a.exports = res.exports;
@@ -278,12 +281,13 @@ LinkResult LinkService::Impl::link(const LinkRequest &req) {
       res.diagnostics.push_back(Diagnostic{Severity::Warning, std::move(w), {}, {}});
     res.artifact = std::move(e.artifact.bytes);
     res.implib = std::move(e.artifact.implib);
+    res.pdb = std::move(e.artifact.pdb);
     res.artifact_blake3 = e.manifest.blake3;
   }
 
   auto t1 = std::chrono::steady_clock::now();
   // The companions first, the artifact last: whoever sees the artifact can
-  // rely on its .def and import library being there.
+  // rely on its .def, import library and PDB being there.
   if (def_output) {
     std::vector<std::uint8_t> text(res.export_file.begin(), res.export_file.end());
     if (auto err = def_output->publish(text))
@@ -295,6 +299,12 @@ LinkResult LinkService::Impl::link(const LinkRequest &req) {
       return finish(std::move(err));
     res.implib_path = req.implib_output;
     res.implib.clear();
+  }
+  if (pdb_output) {
+    if (auto err = pdb_output->publish(res.pdb))
+      return finish(std::move(err));
+    res.pdb_path = plan->pdb_path;
+    res.pdb.clear();
   }
   if (output) {
     if (auto err = output->publish(res.artifact))

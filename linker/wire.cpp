@@ -61,9 +61,10 @@ struct Reader {
   }
 };
 
-// The last byte is the format's version: 2 added Job::input_bytes.
-constexpr std::uint64_t kJobMagic = 0x32626f6a6b6c6800ull;    // "\0hlkjob2"
-constexpr std::uint64_t kOutputMagic = 0x3174756f6b6c6800ull; // "\0hlkout1"
+// The last byte is the format's version: 2 added Job::input_bytes, 3 the
+// PDB (Job::pdb_name, JobOutput::pdb).
+constexpr std::uint64_t kJobMagic = 0x33626f6a6b6c6800ull;    // "\0hlkjob3"
+constexpr std::uint64_t kOutputMagic = 0x3274756f6b6c6800ull; // "\0hlkout2"
 
 } // namespace
 
@@ -84,6 +85,7 @@ std::string encode(const Job &job) {
   }
   w.str(job.output_name);
   w.str(job.implib_name);
+  w.str(job.pdb_name);
   w.num(job.input_bytes);
   return std::move(w.s);
 }
@@ -111,6 +113,7 @@ bool decode(const std::string &bytes, Job &job) {
   }
   job.output_name = r.str();
   job.implib_name = r.str();
+  job.pdb_name = r.str();
   job.input_bytes = r.num();
   return r.ok && r.pos == bytes.size();
 }
@@ -124,6 +127,7 @@ std::string encode(const JobOutput &out) {
   w.str(out.err_text);
   w.bytes(out.artifact);
   w.bytes(out.implib);
+  w.bytes(out.pdb);
   std::uint64_t ms;
   static_assert(sizeof ms == sizeof out.link_ms);
   std::memcpy(&ms, &out.link_ms, sizeof ms);
@@ -143,6 +147,7 @@ bool decode(const std::string &bytes, JobOutput &out) {
   out.err_text = r.str();
   out.artifact = r.bytes();
   out.implib = r.bytes();
+  out.pdb = r.bytes();
   std::uint64_t ms = r.num();
   std::memcpy(&out.link_ms, &ms, sizeof ms);
   out.setup_error = r.str();

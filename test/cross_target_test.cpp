@@ -1,6 +1,7 @@
 // Artifacts for other targets, run by a real loader where this host has one
 // (Windows DLLs under Wine, wasm modules in Node.js) and checked structurally
 // where it has none (Mach-O dylibs).
+#include "cache/cache.h"
 #include "exports/symbols.h"
 #include "linker/implib.h"
 #include "linker/linker.h"
@@ -13,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <filesystem>
 #include <sys/stat.h>
 
 namespace hotlink {
@@ -325,6 +327,97 @@ TEST(WindowsDll, KernelCallingCrtAndWin32RunsUnderWine) {
     // 2 cos(x) for x = 0, pi/3, pi, computed by the DLL's CRT under Wine.
     EXPECT_NE(run.out.find("f_argv 3 2000 1000 -2000\n"), std::string::npos) << run.out;
   }
+}
+
+// The PDB of a DLL linked with debug info: published beside it, named by
+// the DLL's CodeView record, with a GUID that follows from the content, and
+// nothing left in the scratch directory.
+std::string pdb_guid(const std::string &dll) {
+  test::Run r = test::run({HOTLINK_TEST_LLVM_READOBJ, "--coff-debug-directory", dll});
+  std::size_t at = r.out.find("PDBGUID:");
+  return at == std::string::npos ? std::string() : r.out.substr(at, r.out.find('\n', at) - at);
+}
+
+TEST(WindowsDll, PdbIsPublishedBesideTheDllAndNamedByIt) {
+  std::string dir = test::temp_dir(), scratch = test::temp_dir();
+  ::setenv("HOTLINK_TMPDIR", scratch.c_str(), 1);
+  auto kernel = [](int k) {
+    return test::compile_c(kWin64, "int f(int x) { return x * " + std::to_string(k) + "; }\n"
+                                   "int f_argv(void **a) { *(int *)a[1] = f(*(int *)a[0]); return 0; }\n",
+                           {"-g", "-gcodeview"});
+  };
+  LinkService svc;
+  LinkRequest req;
+  req.target = kWin64;
+  req.inputs.push_back(Input::memory("kernel.obj", kernel(3)));
+  req.output_path = dir + "/kernel.dll";
+  req.pdb_output = dir + "/kernel.pdb";
+  LinkResult r = svc.link(req);
+  ASSERT_TRUE(r.ok()) << r.error->to_string();
+  EXPECT_EQ(r.pdb_path, dir + "/kernel.pdb");
+  ASSERT_TRUE(test::exists(dir + "/kernel.pdb"));
+  test::Run syms = test::run({HOTLINK_TEST_LLVM_PDBUTIL, "dump", "--symbols", dir + "/kernel.pdb"});
+  EXPECT_EQ(syms.code, 0) << syms.err;
+  EXPECT_NE(syms.out.find("S_GPROC32"), std::string::npos) << syms.out;
+  EXPECT_NE(syms.out.find("`f_argv`"), std::string::npos) << syms.out;
+  EXPECT_NE(syms.out.find("`f`"), std::string::npos) << syms.out;
+  test::Run dbg = test::run({HOTLINK_TEST_LLVM_READOBJ, "--coff-debug-directory", dir + "/kernel.dll"});
+  EXPECT_NE(dbg.out.find("PDBFileName: kernel.pdb"), std::string::npos) << dbg.out;
+  std::string guid = pdb_guid(dir + "/kernel.dll");
+  EXPECT_FALSE(guid.empty());
+  struct stat st;
+  ASSERT_EQ(::stat((dir + "/kernel.pdb").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0111, 0u) << "a PDB is not executable";
+
+  // Other code, another GUID.
+  LinkRequest other = req;
+  other.inputs = {Input::memory("kernel.obj", kernel(4))};
+  other.output_path = dir + "/other.dll";
+  other.pdb_output = dir + "/other.pdb";
+  ASSERT_TRUE(svc.link(other).ok());
+  EXPECT_NE(pdb_guid(dir + "/other.dll"), guid);
+
+  // --debug alone: the PDB goes beside the DLL under its name.
+  LinkRequest debug = req;
+  debug.pdb_output.clear();
+  debug.debug = true;
+  debug.output_path = dir + "/k2.dll";
+  LinkResult d = svc.link(debug);
+  ASSERT_TRUE(d.ok()) << d.error->to_string();
+  EXPECT_TRUE(test::exists(dir + "/k2.pdb"));
+  EXPECT_NE(test::run({HOTLINK_TEST_LLVM_READOBJ, "--coff-debug-directory", dir + "/k2.dll"}).out.find("PDBFileName: k2.pdb"),
+            std::string::npos);
+
+  // The cache keeps it as a companion: a hit publishes the same PDB.
+  auto cache = cache::Cache::open({test::temp_dir() + "/cache"});
+  ASSERT_TRUE(cache.ok());
+  LinkService cached({.cache = cache.value()});
+  LinkRequest c1 = req;
+  c1.output_path = dir + "/c1/kernel.dll";
+  c1.pdb_output = dir + "/c1/kernel.pdb";
+  std::filesystem::create_directories(dir + "/c1");
+  ASSERT_EQ(cached.link(c1).cache, CacheUse::Miss);
+  Bytes stored = test::read_file(dir + "/c1/kernel.pdb");
+  std::filesystem::remove(dir + "/c1/kernel.pdb");
+  LinkResult hit = cached.link(c1);
+  EXPECT_EQ(hit.cache, CacheUse::Hit);
+  EXPECT_FALSE(stored.empty());
+  EXPECT_EQ(test::read_file(dir + "/c1/kernel.pdb"), stored);
+  EXPECT_EQ(pdb_guid(dir + "/c1/kernel.dll").empty(), false);
+  ::unsetenv("HOTLINK_TMPDIR");
+  EXPECT_EQ(test::count_entries(scratch), 0u) << "a PDB or scratch directory was left behind";
+}
+
+TEST(WindowsDll, PdbsAreForCoffTargets) {
+  LinkRequest req;
+  req.inputs.push_back(Input::memory("k.o", test::compile_c(host_target(), "int f(void) { return 1; }\n")));
+  req.exports = ExportPolicy::list({"f"});
+  req.pdb_output = test::temp_dir() + "/k.pdb";
+  LinkService svc;
+  LinkResult r = svc.link(req);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error->code, ErrorCode::BadRequest);
+  EXPECT_EQ(r.error->symbol, "--pdb");
 }
 
 TEST(WindowsDll, DefaultLibDirectivesAreReportedNotFatal) {

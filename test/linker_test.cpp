@@ -414,6 +414,7 @@ TEST(Wire, JobRoundTripsAndAnotherVersionIsRecognized) {
   job.files.push_back(JobFile::own("exports.ver", {'{', '}'}));
   job.files.push_back(JobFile::borrow("in0-k.o", input));
   job.output_name = "out.so";
+  job.pdb_name = "out.pdb";
   job.input_bytes = 123456789;
   std::string frame = encode(job);
   Job back;
@@ -426,10 +427,11 @@ TEST(Wire, JobRoundTripsAndAnotherVersionIsRecognized) {
   EXPECT_EQ(back.files[1].name, "in0-k.o");
   EXPECT_EQ(back.files[1].bytes(), input);
   EXPECT_EQ(back.input_bytes, 123456789u);
+  EXPECT_EQ(back.pdb_name, "out.pdb");
   EXPECT_FALSE(is_job_of_another_version(frame));
 
   std::string older = frame;
-  older[7] = '1'; // "\0hlkjob1": before input_bytes
+  older[7] = '2'; // "\0hlkjob2": before the PDB
   EXPECT_TRUE(is_job_of_another_version(older));
   EXPECT_FALSE(decode(older, back));
   std::string cut = frame.substr(0, frame.size() - 3);

@@ -70,6 +70,8 @@ options:
   --def OUT.def        COFF: also write the .def used for the DLL
   --implib OUT.lib     COFF: also write the DLL's import library
   --def-in FILE.def    COFF: merge FILE.def into the exports (its entries win)
+  --pdb OUT.pdb        COFF: also write the DLL's PDB (its CodeView record names it)
+  --debug              COFF: link the inputs' CodeView debug info (a PDB beside OUT)
   -L DIR               add a library search directory (repeatable)
   -l LIB               link library LIB (repeatable)
   --sysroot DIR        sysroot for library lookup; COFF: a mingw-w64 sysroot
@@ -222,6 +224,7 @@ void print_json(const hotlink::LinkResult &r) {
       {"export_file", r.export_file},
       {"def", r.def_path},
       {"implib", r.implib_path},
+      {"pdb", r.pdb_path},
       {"executed_by", r.executed_by},
       {"cache", hotlink::to_string(r.cache)},
       {"cache_key", r.cache_key},
@@ -350,6 +353,8 @@ int cmd_link(int argc, char **argv) {
       req.executable = true;
     } else if (a == "-v" || a == "--verbose") {
       verbose = true;
+    } else if (a == "--debug") {
+      req.debug = true;
     } else if (a == "--no-default-libs") {
       req.runtime = hotlink::Runtime::None;
     } else if (a == "--no-runtime-stubs") {
@@ -387,7 +392,7 @@ int cmd_link(int argc, char **argv) {
                a == "--timeout-ms" || a == "--def" || a == "--implib" || a == "--def-in" ||
                a == "--cache" || a == "--cache-max-bytes" || a == "--windows-crt" ||
                a == "--entry" || a == "--soname" || a == "--version-script" ||
-               a == "--cxx-runtime" || a == "--exclude-member") {
+               a == "--cxx-runtime" || a == "--exclude-member" || a == "--pdb") {
       if (!value(v))
         return usage_error("option " + a + " needs a value", "link");
       unsigned long n = 0;
@@ -403,6 +408,7 @@ int cmd_link(int argc, char **argv) {
       else if (a == "--cache") cache_dir = v;
       else if (a == "--entry") req.entry = v;
       else if (a == "--soname") req.soname = v;
+      else if (a == "--pdb") req.pdb_output = v;
       else if (a == "--version-script") req.version_script = v;
       else if (a == "--exclude-member") req.exclude_members.push_back(v);
       else if (a == "--cxx-runtime") {
