@@ -26,6 +26,9 @@
 #include <fstream>
 #include <iterator>
 #include <mutex>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <thread>
 #include <tuple>
@@ -68,20 +71,24 @@ public:
     ++runs_;
     bytes_ += input_bytes;
     bool last = runs_ >= kRecycleAfter || bytes_ >= kRecycleBytes;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      task_ = std::move(task);
-      done_ = false;
-      retire_ = last;
-    }
-    cv_.notify_all();
+    task_ = std::move(task);
+    retire_ = last;
     retiring_ = last;
+    state_.store(kReady, std::memory_order_release);
+    wake();
   }
-  // Waits for the task given to start().
+  // Waits for the task given to start(): spins for a while (the result is
+  // usually a link's time away), then sleeps.
   void wait() {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] { return done_; });
+    if (!spin_until(kDone, spin_wait()) ) {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return state_.load(std::memory_order_acquire) == kDone; });
+    }
+    state_.store(kIdle, std::memory_order_relaxed);
   }
+  // Whether the task given to start() is done (then call finish()).
+  bool done() const { return state_.load(std::memory_order_acquire) == kDone; }
+  void finish() { state_.store(kIdle, std::memory_order_relaxed); }
   // After fork() the child has no lld thread: forget it (never join it).
   void forget_after_fork() {
     new (&mu_) std::mutex();
@@ -90,48 +97,88 @@ public:
     runs_ = 0;
     bytes_ = 0;
     task_ = nullptr;
-    stop_ = retire_ = retiring_ = false;
-    done_ = true;
+    stop_.store(false);
+    retire_ = retiring_ = false;
+    state_.store(kIdle);
+  }
+
+  // How long each side spins before it sleeps. A JIT links in bursts: with
+  // both spinning, a link in a burst is handed over and back without a
+  // thread going to sleep (each wake-up costs ~30-40 us on this kind of
+  // VM). Bounded, so that an idle process burns no CPU.
+  // HOTLINK_LLD_SPIN_US=0 turns the spinning off (e.g. to count a link's
+  // instructions, or for a host that must not spin).
+  static std::chrono::microseconds spin_idle() {
+    static const long us = [] {
+      const char *e = std::getenv("HOTLINK_LLD_SPIN_US");
+      return e ? std::atol(e) : 200L;
+    }();
+    return std::chrono::microseconds(us);
+  }
+  static std::chrono::microseconds spin_wait() {
+    return spin_idle().count() ? std::chrono::microseconds(5000) : std::chrono::microseconds(0);
   }
 
 private:
+  enum : int { kIdle, kReady, kDone };
+
+  bool spin_until(int want, std::chrono::microseconds limit) {
+    auto until = std::chrono::steady_clock::now() + limit;
+    for (unsigned i = 0;; ++i) {
+      if (state_.load(std::memory_order_acquire) == want || stop_.load(std::memory_order_relaxed))
+        return true;
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#elif defined(__aarch64__)
+      asm volatile("yield");
+#endif
+      if ((i & 63) == 0 && std::chrono::steady_clock::now() > until)
+        return false;
+    }
+  }
+  void wake() {
+    { std::lock_guard<std::mutex> lock(mu_); }
+    cv_.notify_all();
+  }
   void replace() {
     if (thread_.joinable()) {
-      if (!retiring_) {
-        std::lock_guard<std::mutex> lock(mu_);
-        stop_ = true;
-      }
-      cv_.notify_all();
+      if (!retiring_)
+        stop_.store(true);
+      wake();
       thread_.join(); // its thread_local allocators are freed by now
-      stop_ = retire_ = retiring_ = false;
+      stop_.store(false);
+      retire_ = retiring_ = false;
     }
     runs_ = 0;
     bytes_ = 0;
+    state_.store(kIdle);
     thread_ = std::thread([this] { loop(); });
   }
   void loop() {
-    std::unique_lock<std::mutex> lock(mu_);
     for (;;) {
-      cv_.wait(lock, [&] { return stop_ || task_; });
-      if (stop_)
+      if (!spin_until(kReady, spin_idle())) {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return stop_.load() || state_.load(std::memory_order_acquire) == kReady; });
+      }
+      if (stop_.load())
         return;
       auto task = std::move(task_);
       task_ = nullptr;
-      lock.unlock();
+      bool last = retire_;
       task();
-      lock.lock();
-      done_ = true;
-      cv_.notify_all();
-      if (retire_)
+      state_.store(kDone, std::memory_order_release);
+      wake();
+      if (last)
         return; // ending the thread frees what lld kept in its thread-locals
     }
   }
 
   std::mutex mu_;
   std::condition_variable cv_;
-  std::function<void()> task_;
-  bool stop_ = false, done_ = true;
-  bool retire_ = false;   // under mu_: the thread ends after the current task
+  std::atomic<int> state_{kIdle};
+  std::atomic<bool> stop_{false};
+  std::function<void()> task_; // handed over by state_'s release/acquire
+  bool retire_ = false;   // read by the thread with the task: it ends after it
   bool retiring_ = false; // the caller's copy: the next start() replaces it
   unsigned runs_ = 0;
   std::uint64_t bytes_ = 0;
@@ -155,14 +202,23 @@ LldThread &lld_thread() {
   return *t;
 }
 
-// Signal dispositions are process state that lld changes: LLVM installs its
-// crash and interrupt handlers the first time lld creates an output file,
-// and crash recovery installs its own for each call. These are the signals
-// LLVM's Signals.inc and CrashRecoveryContext.cpp handle; after every call
-// each one that changed is put back as the host had it.
+// Signal dispositions are process state that lld can change: LLVM
+// installs its crash and interrupt handlers once per process, the first
+// time something registers a file to remove on a signal (lld-link does,
+// for an import library or PDB), and crash recovery installs its own while
+// enabled (RecoveryScope puts them back itself). These are the signals
+// LLVM's Signals.inc and CrashRecoveryContext.cpp handle; after a call,
+// each one that changed is put back as the host had it. Checking all 16
+// costs 32 system calls a link, so a link first compares three sentinels
+// that LLVM's registration changes together and crash recovery never
+// touches: only when one moved is every signal compared and restored from
+// the snapshot, taken again whenever the host changed a sentinel itself
+// between links. The guard is taken before this link's RecoveryScope
+// opens and checked after it closed.
 const int kLLVMSignals[] = {SIGHUP, SIGINT,  SIGTERM, SIGUSR2, SIGILL, SIGTRAP,
                             SIGABRT, SIGFPE, SIGBUS,  SIGSEGV, SIGQUIT, SIGSYS,
                             SIGXCPU, SIGXFSZ, SIGPIPE, SIGUSR1};
+const int kSentinels[] = {SIGHUP, SIGINT, SIGTERM};
 
 bool same_action(const struct sigaction &a, const struct sigaction &b) {
   if (a.sa_handler != b.sa_handler || a.sa_flags != b.sa_flags)
@@ -173,39 +229,56 @@ bool same_action(const struct sigaction &a, const struct sigaction &b) {
   return true;
 }
 
-struct SavedSignals {
-  struct sigaction actions[std::size(kLLVMSignals)];
-  void save() {
-    for (std::size_t i = 0; i < std::size(kLLVMSignals); ++i)
-      sigaction(kLLVMSignals[i], nullptr, &actions[i]);
+// Used only with g_lld_mutex held.
+class SignalGuard {
+public:
+  void before() {
+    bool fresh = !taken_;
+    for (std::size_t i = 0; i < std::size(kSentinels) && !fresh; ++i) {
+      struct sigaction now;
+      sigaction(kSentinels[i], nullptr, &now);
+      fresh = !same_action(now, sentinel(i));
+    }
+    if (fresh) { // first link, or the host changed its handlers since
+      for (std::size_t i = 0; i < std::size(kLLVMSignals); ++i)
+        sigaction(kLLVMSignals[i], nullptr, &snapshot_[i]);
+      taken_ = true;
+    }
   }
-  void restore() const {
+  void after() const {
+    bool moved = false;
+    for (std::size_t i = 0; i < std::size(kSentinels) && !moved; ++i) {
+      struct sigaction now;
+      sigaction(kSentinels[i], nullptr, &now);
+      moved = !same_action(now, sentinel(i));
+    }
+    if (!moved)
+      return;
     for (std::size_t i = 0; i < std::size(kLLVMSignals); ++i) {
       struct sigaction now;
       sigaction(kLLVMSignals[i], nullptr, &now);
-      if (!same_action(now, actions[i]))
-        sigaction(kLLVMSignals[i], &actions[i], nullptr);
+      if (!same_action(now, snapshot_[i]))
+        sigaction(kLLVMSignals[i], &snapshot_[i], nullptr);
     }
   }
+  void forget() { taken_ = false; }
+
+private:
+  const struct sigaction &sentinel(std::size_t i) const {
+    for (std::size_t j = 0; j < std::size(kLLVMSignals); ++j)
+      if (kLLVMSignals[j] == kSentinels[i])
+        return snapshot_[j];
+    return snapshot_[0];
+  }
+  struct sigaction snapshot_[std::size(kLLVMSignals)] = {};
+  bool taken_ = false;
 };
 
-bool write_file(const std::string &path, const std::vector<std::uint8_t> &b) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0)
-    return false;
-  std::size_t off = 0;
-  while (off < b.size()) {
-    ssize_t n = ::write(fd, b.data() + off, b.size() - off);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0) {
-      ::close(fd);
-      return false;
-    }
-    off += static_cast<std::size_t>(n);
-  }
-  return ::close(fd) == 0;
+SignalGuard &signal_guard() {
+  static SignalGuard g;
+  return g;
 }
+
 
 void replace_all(std::string &s, const std::string &from, const std::string &to) {
   if (from.empty())
@@ -300,111 +373,312 @@ void remove_tree(const std::string &dir) {
 
 bool in_process_usable() { return g_usable.load(); }
 
-JobOutput run_in_process(const Job &job) {
-  JobOutput out;
-  std::string err;
-  std::string dir = make_scratch(err);
-  if (dir.empty()) {
-    out.setup_error = err;
-    return out;
-  }
-  struct Cleanup {
-    std::string dir;
-    ~Cleanup() { remove_tree(dir); }
-  } cleanup{dir};
+namespace {
 
-  for (const JobFile &f : job.files) {
-    std::string path = dir + "/" + f.name;
-    if (!write_file(path, f.bytes())) {
-      out.setup_error = "cannot write " + path + ": " + std::strerror(errno);
-      return out;
+bool write_fd(int fd, const std::vector<std::uint8_t> &b) {
+  std::size_t off = 0;
+  while (off < b.size()) {
+    ssize_t n = ::write(fd, b.data() + off, b.size() - off);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return false;
+    off += static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+// Where a job's files live for lld, and how lld's output comes back.
+//
+// ELF links keep everything in memory: each file is a memfd lld opens as
+// /proc/self/fd/N, and the image goes to a pipe lld opens the same way. For
+// an output that is not a regular file, LLVM's FileOutputBuffer builds the
+// image in memory and writes it with one write() on commit (no temporary
+// file, so no RemoveFileOnSignal entry, no rename, no signal handlers).
+// The pipe is raised to 1 MiB, so a small image waits in it until lld has
+// returned; the caller drains it while it waits, so a larger one never
+// blocks lld. Creating, writing and removing a scratch directory cost more
+// than the rest of a small link's overhead. (ld.lld embeds no input or
+// output path in an image; lld-link derives a DLL's name and its PDB paths
+// from them, so COFF, and Mach-O and wasm with it, keep the scratch
+// directory and take the image through a FIFO in it.)
+class Materialized {
+public:
+  explicit Materialized(const Job &job) : job_(job), in_memory_(job.flavor == "ld.lld") {}
+  ~Materialized() {
+    for (int fd : fds_)
+      ::close(fd);
+    if (!dir_.empty())
+      remove_tree(dir_);
+  }
+
+  // Creates the files; false (error() says why) when they cannot be made.
+  bool create() { return in_memory_ ? create_memfds() : create_scratch(); }
+  const std::string &error() const { return error_; }
+
+  std::vector<std::string> argv() const {
+    std::vector<std::string> args;
+    args.reserve(job_.args.size() + 1);
+    args.push_back(job_.flavor);
+    for (const Arg &a : job_.args)
+      args.push_back(a.before + (a.in_workdir ? where(a.after) : a.after));
+    return args;
+  }
+  bool reads_through_fifo() const { return !in_memory_; }
+  const std::string &output_path() const { return output_path_; }
+
+  // Reads what the pipe holds now, without blocking; the image is complete
+  // once lld has returned and a last drain() found nothing more.
+  void drain(std::vector<std::uint8_t> &into) const {
+    for (;;) {
+      if (into.capacity() - into.size() < (64u << 10))
+        into.reserve(into.capacity() * 2 + (64u << 10));
+      std::size_t at = into.size();
+      into.resize(into.capacity());
+      ssize_t n = ::read(pipe_read_, into.data() + at, into.size() - at);
+      into.resize(at + (n > 0 ? static_cast<std::size_t>(n) : 0));
+      if (n > 0)
+        continue;
+      if (n < 0 && errno == EINTR)
+        continue;
+      return; // EAGAIN: empty for now
     }
   }
-  const std::string output = dir + "/" + job.output_name;
-  if (::mkfifo(output.c_str(), 0600) != 0) {
-    out.setup_error = "cannot create " + output + ": " + std::strerror(errno);
-    return out;
+  int pipe_fd() const { return pipe_read_; }
+  int done_fd() const { return done_fd_; }
+  void signal_done() const {
+    std::uint64_t one = 1;
+    (void)!::write(done_fd_, &one, sizeof one);
   }
-  std::vector<std::string> args;
-  args.reserve(job.args.size() + 1);
-  args.push_back(job.flavor);
-  for (const Arg &a : job.args)
-    args.push_back(a.before + (a.in_workdir ? dir + "/" : std::string()) +
-                   a.after);
-  std::vector<const char *> argv;
-  for (const std::string &a : args)
-    argv.push_back(a.c_str());
+  std::uint64_t pipe_capacity() const { return pipe_capacity_; }
 
+  // A further file lld wrote (COFF's import library or PDB).
+  std::vector<std::uint8_t> read_file(const std::string &name) const {
+    std::ifstream f(dir_ + "/" + name, std::ios::binary);
+    return std::vector<std::uint8_t>(std::istreambuf_iterator<char>(f), {});
+  }
+
+  // lld names the paths it was given; show them as the job's file names so
+  // that diagnostics map back to the caller's input names.
+  void rename_in(std::string &text) const {
+    if (!dir_.empty())
+      replace_all(text, dir_ + "/", "");
+    for (auto it = shown_.rbegin(); it != shown_.rend(); ++it) // /proc/self/fd/12 before /1
+      replace_all(text, it->first, it->second);
+  }
+
+private:
+  std::string where(const std::string &name) const {
+    if (!in_memory_)
+      return dir_ + "/" + name;
+    if (name == job_.output_name)
+      return output_path_;
+    for (const auto &[path, shown] : shown_)
+      if (shown == name)
+        return path;
+    return name;
+  }
+
+  bool create_memfds() {
+    auto memfd = [&](const std::string &name) {
+      int fd = ::memfd_create(("hotlink:" + name).c_str(), MFD_CLOEXEC);
+      if (fd >= 0)
+        fds_.push_back(fd);
+      return fd;
+    };
+    for (const JobFile &f : job_.files) {
+      int fd = memfd(f.name);
+      if (fd < 0 || !write_fd(fd, f.bytes()))
+        return fail("cannot hold " + f.name + " in memory: " + std::strerror(errno));
+      shown_.emplace_back("/proc/self/fd/" + std::to_string(fd), f.name);
+    }
+    int p[2];
+    if (::pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0)
+      return fail(std::string("cannot create a pipe for the output: ") + std::strerror(errno));
+    pipe_read_ = p[0];
+    fds_.push_back(p[0]);
+    fds_.push_back(p[1]);
+#ifdef F_SETPIPE_SZ
+    (void)::fcntl(p[1], F_SETPIPE_SZ, 1 << 20); // may be refused: then 64 KiB, drained as it fills
+    int cap = ::fcntl(p[1], F_GETPIPE_SZ);
+    pipe_capacity_ = cap > 0 ? std::uint64_t(cap) : 0;
+#endif
+    done_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (done_fd_ < 0)
+      return fail(std::string("cannot create an eventfd: ") + std::strerror(errno));
+    fds_.push_back(done_fd_);
+    output_path_ = "/proc/self/fd/" + std::to_string(p[1]);
+    shown_.emplace_back(output_path_, job_.output_name);
+    std::sort(shown_.begin(), shown_.end(),
+              [](const auto &a, const auto &b) { return a.first.size() < b.first.size(); });
+    return true;
+  }
+
+  bool create_scratch() {
+    dir_ = make_scratch(error_);
+    if (dir_.empty())
+      return false;
+    for (const JobFile &f : job_.files) {
+      std::string path = dir_ + "/" + f.name;
+      int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+      bool ok = fd >= 0 && write_fd(fd, f.bytes());
+      if (fd >= 0)
+        ok = ::close(fd) == 0 && ok;
+      if (!ok)
+        return fail("cannot write " + path + ": " + std::strerror(errno));
+    }
+    output_path_ = dir_ + "/" + job_.output_name;
+    if (::mkfifo(output_path_.c_str(), 0600) != 0)
+      return fail("cannot create " + output_path_ + ": " + std::strerror(errno));
+    return true;
+  }
+
+  bool fail(std::string why) {
+    error_ = std::move(why);
+    return false;
+  }
+
+  const Job &job_;
+  bool in_memory_;
+  std::string dir_, error_, output_path_;
+  int pipe_read_ = -1, done_fd_ = -1;
+  std::uint64_t pipe_capacity_ = 0;
+  std::vector<int> fds_;
+  std::vector<std::pair<std::string, std::string>> shown_; // path lld sees -> file name
+};
+
+// Waits for the lld thread's task, draining the pipe as it goes so that an
+// image larger than the pipe never blocks lld: spins first (a link is
+// usually a few hundred microseconds away), then sleeps in poll() on the
+// pipe and on the task's "done" eventfd.
+void wait_draining(LldThread &runner, const Materialized &files, std::vector<std::uint8_t> &into) {
+  auto spin_until = std::chrono::steady_clock::now() + LldThread::spin_wait();
+  bool spinning = LldThread::spin_wait().count() > 0;
+  for (unsigned i = 1; !runner.done(); ++i) {
+    if (spinning) {
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+      if ((i & 255) != 0)
+        continue;
+      files.drain(into);
+      spinning = std::chrono::steady_clock::now() < spin_until;
+      continue;
+    }
+    struct pollfd pfd[2] = {{files.pipe_fd(), POLLIN, 0}, {files.done_fd(), POLLIN, 0}};
+    ::poll(pfd, 2, -1);
+    files.drain(into);
+  }
+  runner.finish();
+}
+
+lld::Result call_lld(const std::vector<const char *> &argv, llvm::raw_ostream &out,
+                     llvm::raw_ostream &err) {
+  return lld::lldMain(argv, out, err,
+                      {{lld::Gnu, &lld::elf::link},
+                       {lld::WinLink, &lld::coff::link},
+                       {lld::Darwin, &lld::macho::link},
+                       {lld::Wasm, &lld::wasm::link}});
+}
+
+// Runs lld on the lld thread with the process state it touches guarded:
+// crash recovery on (lld's fatal() would otherwise exit the host), signal
+// dispositions checked, the host's LLVM options out of lld's reach.
+void run_lld(const Materialized &files, const std::vector<const char *> &argv, const Job &job,
+             bool on_calling_thread, JobOutput &out) {
   llvm::raw_string_ostream out_os(out.out_text), err_os(out.err_text);
+  std::lock_guard<std::mutex> lock(g_lld_mutex);
+  if (!g_usable.load()) {
+    out.can_run_again = false;
+    out.not_run = true;
+    out.setup_error = "in-process lld is unusable after an earlier fatal error";
+    return;
+  }
+  SignalGuard &signals = signal_guard();
+  signals.before();
+  lld::Result r{1, true};
+  auto t0 = std::chrono::steady_clock::now();
   {
-    std::lock_guard<std::mutex> lock(g_lld_mutex);
-    if (!g_usable.load()) {
-      out.can_run_again = false;
-      out.not_run = true;
-      out.setup_error = "in-process lld is unusable after an earlier fatal error";
-      return out;
-    }
     // lld's fatal() ends in llvm::sys::Process::Exit, which returns control
-    // to lldMain's CrashRecoveryContext only when crash recovery is enabled;
-    // otherwise it exits the host. The scope enables it for this call (and
-    // for any reader on another thread), unless the host enabled it.
+    // to lldMain's CrashRecoveryContext only when crash recovery is
+    // enabled; otherwise it exits the host. The scope enables it for this
+    // call (and for any reader on another thread), unless the host did.
     exports::RecoveryScope recovery;
-    SavedSignals sigs;
-    sigs.save();
     SavedLLVMOptions options;
     options.save();
-    // lld runs on the lld thread (see LldThread) while this thread reads
-    // its output from the FIFO.
-    auto t0 = std::chrono::steady_clock::now();
-    lld::Result r{1, true};
     LldThread &runner = lld_thread();
-    runner.start([&] {
-      // Holding a write end for the whole call lets the reader's open()
-      // return at once and makes EOF mean "lld is done", whether or not lld
-      // wrote anything.
-      int hold = ::open(output.c_str(), O_WRONLY | O_CLOEXEC);
-      r = lld::lldMain(argv, out_os, err_os,
-                       {{lld::Gnu, &lld::elf::link},
-                        {lld::WinLink, &lld::coff::link},
-                        {lld::Darwin, &lld::macho::link},
-                        {lld::Wasm, &lld::wasm::link}});
-      if (hold < 0) // should not happen; still release a waiting reader
-        hold = ::open(output.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
-      if (hold >= 0)
-        ::close(hold);
-    }, job.input_bytes);
-    out.artifact = read_fifo(output, job.input_bytes);
-    runner.wait();
-    out.link_ms = std::chrono::duration<double, std::milli>(
-                      std::chrono::steady_clock::now() - t0)
-                      .count();
-    sigs.restore();
-    for (const std::string &name : options.restore())
-      out.err_text += job.flavor + ": warning: lld reset the host's LLVM option -" + name +
-                      " to its default and hotlink cannot restore options of its type; "
-                      "declare it with hotlink::set_host_llvm_options\n";
-    out.ret_code = r.retCode;
-    out.can_run_again = r.canRunAgain;
-    if (!r.canRunAgain)
-      g_usable.store(false);
+    if (files.reads_through_fifo()) {
+      const std::string &fifo = files.output_path();
+      runner.start([&] {
+        // Holding a write end for the whole call lets the reader's open()
+        // return at once and makes EOF mean "lld is done", whether or not
+        // lld wrote anything.
+        int hold = ::open(fifo.c_str(), O_WRONLY | O_CLOEXEC);
+        r = call_lld(argv, out_os, err_os);
+        if (hold < 0) // should not happen; still release a waiting reader
+          hold = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+        if (hold >= 0)
+          ::close(hold);
+      }, job.input_bytes);
+      out.artifact = read_fifo(fifo, job.input_bytes);
+      runner.wait();
+    } else {
+      auto task = [&] {
+        auto l0 = std::chrono::steady_clock::now();
+        r = call_lld(argv, out_os, err_os);
+        out.lld_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - l0).count();
+      };
+      out.artifact.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(job.input_bytes, 1ull << 32)) + (64u << 10));
+      // On the calling thread nobody drains the pipe while lld writes: only
+      // for an image that surely fits in it.
+      if (on_calling_thread && job.input_bytes * 2 + (256u << 10) < files.pipe_capacity()) {
+        task();
+      } else {
+        runner.start([&] {
+          task();
+          files.signal_done();
+        }, job.input_bytes);
+        wait_draining(runner, files, out.artifact);
+      }
+      files.drain(out.artifact);
+      if (out.artifact.capacity() - out.artifact.size() > out.artifact.size() / 2 + (64u << 10))
+        out.artifact.shrink_to_fit();
+    }
+    options.restore();
   }
-  out_os.flush();
-  err_os.flush();
-  // lld names scratch paths; show them relative to the scratch directory so
-  // that the diagnostics can be mapped back to the caller's input names.
-  replace_all(out.out_text, dir + "/", "");
-  replace_all(out.err_text, dir + "/", "");
+  out.link_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  signals.after();
+  out.ret_code = r.retCode;
+  out.can_run_again = r.canRunAgain;
+  if (!r.canRunAgain)
+    g_usable.store(false);
+}
 
+} // namespace
+
+JobOutput run_in_process(const Job &job, bool on_calling_thread) {
+  JobOutput out;
+  Materialized files(job);
+  if (!files.create()) {
+    out.setup_error = files.error();
+    return out;
+  }
+  std::vector<std::string> args = files.argv();
+  std::vector<const char *> argv;
+  argv.reserve(args.size());
+  for (const std::string &a : args)
+    argv.push_back(a.c_str());
+  run_lld(files, argv, job, on_calling_thread, out);
+  files.rename_in(out.out_text);
+  files.rename_in(out.err_text);
   // lld-link writes the import library and the PDB as regular files
   // (through temporary ones: one small RemoveFileOnSignal entry per link
-  // that asks for them); they go back with the image, the scratch
-  // directory with them.
+  // that asks for them); they go back with the image.
   for (auto [name, bytes, what] : {std::tuple{&job.implib_name, &out.implib, "import library"},
                                    std::tuple{&job.pdb_name, &out.pdb, "PDB"}}) {
     if (out.ret_code != 0 || name->empty())
       continue;
-    std::ifstream f(dir + "/" + *name, std::ios::binary);
-    bytes->assign(std::istreambuf_iterator<char>(f), {});
+    *bytes = files.read_file(*name);
     if (bytes->empty())
       out.setup_error = std::string("lld wrote no ") + what + " '" + *name + "'";
   }

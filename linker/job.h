@@ -80,6 +80,7 @@ struct JobOutput {
   std::vector<std::uint8_t> implib;
   std::vector<std::uint8_t> pdb;
   double link_ms = 0;
+  double lld_ms = 0; // lld alone, on its thread (in-process ELF links)
   std::string setup_error; // the scratch dir or output could not be handled
   bool not_run = false;    // in-process lld was already unusable: run elsewhere
 };
@@ -92,8 +93,10 @@ std::string make_scratch(std::string &error, const char *prefix = "hotlink");
 // (llvm::sys::fs::remove_directories leaves those behind).
 void remove_tree(const std::string &dir);
 
-// Runs lld in this process under the process-wide lock.
-JobOutput run_in_process(const Job &job);
+// Runs lld in this process under the process-wide lock, on the lld thread
+// (see driver.cpp), or on the calling thread when `on_calling_thread` and
+// the image surely fits in the output pipe.
+JobOutput run_in_process(const Job &job, bool on_calling_thread = false);
 
 // False once lld reported it cannot run again.
 bool in_process_usable();

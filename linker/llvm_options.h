@@ -1,10 +1,17 @@
 // Internal. lld resets every LLVM command-line option (cl::opt) of the
-// process to its default on each call. The in-process driver saves what the
-// host set before the call and puts it back afterwards: options of the
-// common scalar types (bool, int, unsigned, char, float, double, string)
-// automatically, and
-// any option at all (enums, lists) that the host declared with
-// hotlink::set_host_llvm_options.
+// process to its default on each call: its readConfigs calls
+// cl::ResetAllOptionOccurrences, which walks LLVM's option registry. The
+// options the host set (those with occurrences) are taken out of the
+// registry for the call and put back after, so that the reset never reaches
+// them: options of every type (bool, enums, lists, external storage) keep
+// their values, and no option's type is ever inspected. (LLVM is built
+// without RTTI; the earlier design's dynamic_cast on an option crashed for
+// options of Polly's types.)
+//
+// While an in-process link runs, another host thread looking such an
+// option up by name (e.g. parsing options) does not find it; its value is
+// untouched. Links that compile bitcode (LTO, whose code generation reads
+// LLVM's options) run in a worker, where every option has its default.
 #pragma once
 
 #include "exports/error.h"
@@ -17,22 +24,21 @@ namespace hotlink::detail {
 
 class SavedLLVMOptions {
 public:
-  // Call with the lld lock held, right before lldMain.
+  // With the lld lock held, right before lld: takes the set options out of
+  // the registry.
   void save();
-  // Call right after lldMain. Returns the names of options that lld reset
-  // and that could not be restored (the caller reports them).
-  std::vector<std::string> restore();
+  // Right after lld: puts them back.
+  void restore();
 
 private:
-  struct Scalar {
-    void *option; // llvm::cl::Option*
-    std::string value;
-  };
-  std::vector<Scalar> scalars_;
-  std::vector<void *> others_;
+  std::vector<void *> held_; // llvm::cl::Option*
 };
 
-// Parses and records the host's declared options (see service.h).
+// Whether the host has set any LLVM option (a link that compiles bitcode
+// then runs in a worker, where every option has its default).
+bool host_llvm_options_set();
+
+// Parses the host's options now (see service.h).
 std::optional<Error> set_declared_llvm_options(const std::vector<std::string> &args);
 
 } // namespace hotlink::detail

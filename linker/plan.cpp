@@ -8,6 +8,7 @@
 #include "exports/symbols.h"
 #include "exports/version_script.h"
 #include "exports/writers.h"
+#include "linker/llvm_options.h"
 #include "linker/runtime.h"
 #include "linker/support.h"
 
@@ -234,6 +235,11 @@ private:
       any_archive_ |= l.info.kind == exports::FileKind::Archive;
       any_bitcode_ |= l.info.bitcode;
     }
+    // LTO's code generation reads LLVM's options, which an in-process link
+    // leaves as the host set them (llvm_options.h): with any set, bitcode
+    // is compiled in a worker, where they have their defaults.
+    if (any_bitcode_ && host_llvm_options_set())
+      plan_.needs_worker = true;
     return std::nullopt;
   }
 

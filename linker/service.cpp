@@ -2,6 +2,7 @@
 
 #include "linker/llvm_options.h"
 #include "linker/plan.h"
+#include "linker/support.h"
 #include "linker/worker.h"
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <mutex>
 #include <thread>
 #include <tuple>
+#include <unistd.h>
 
 namespace hotlink {
 
@@ -48,6 +50,7 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 struct LinkService::Impl {
   std::string worker_exe;
   unsigned max_workers;
+  bool lld_on_calling_thread = false;
 
   // Scheduling: one in-process slot (this service's view of lld's lock) and
   // up to max_workers worker processes.
@@ -71,6 +74,9 @@ struct LinkService::Impl {
   };
 
   std::shared_ptr<cache::Cache> cache;
+  std::thread warmer; // the warm-up link, joined by wait_warm() or the destructor
+  std::once_flag warm_joined;
+  pid_t owner = ::getpid(); // a forked child has no warm-up thread to join
 
   Expected<Slot> acquire(Execution mode, bool needs_worker);
   std::optional<Error> run(const LinkRequest &req, const Plan &plan, LinkResult &res,
@@ -140,7 +146,7 @@ std::optional<Error> LinkService::Impl::run(const LinkRequest &req, const Plan &
       return slot.take_error();
     if (slot->in_process) {
       res.executed_by = "in-process";
-      out = run_in_process(plan.job);
+      out = run_in_process(plan.job, lld_on_calling_thread);
       release(std::move(slot.value()));
       if (out.not_run && attempt == 0)
         continue; // lld became unusable meanwhile: a worker takes it
@@ -337,9 +343,13 @@ LinkService::LinkService(ServiceConfig config) : impl_(std::make_unique<Impl>())
   impl_->max_workers = config.workers
                            ? config.workers
                            : std::max(1u, std::thread::hardware_concurrency());
+  impl_->lld_on_calling_thread = config.lld_on_calling_thread;
+  if (config.warm_up)
+    warm_up();
 }
 
 LinkService::~LinkService() {
+  wait_warm();
   {
     std::lock_guard<std::mutex> lock(impl_->qmu);
     impl_->stopping = true;
@@ -397,5 +407,40 @@ std::optional<Error> set_host_llvm_options(const std::vector<std::string> &args)
 }
 
 bool LinkService::in_process_usable() { return detail::in_process_usable(); }
+
+// A link of a one-function object for the host, in the background: lld's
+// first call initializes LLVM's targets and faults its code in, and the
+// host's runtime environment is computed (clang's driver, the libraries'
+// indexes); the caller's first link then costs what any warm one does.
+void LinkService::warm_up() {
+  impl_->warmer = std::thread([] {
+    auto target = detail::resolve_target("");
+    if (!target || target->format != exports::Format::ELF)
+      return;
+    auto obj = detail::assemble(target->triple, ".text\n.globl hotlink_warm_up\n"
+                                                ".type hotlink_warm_up,@function\nhotlink_warm_up:\n  ret\n"
+                                                ".section .note.GNU-stack,\"\",@progbits\n");
+    if (!obj)
+      return;
+    LinkRequest req;
+    req.inputs.push_back(Input::memory("warm-up.o", std::move(obj.value())));
+    req.exports = ExportPolicy::list({"hotlink_warm_up"});
+    Timings unused;
+    auto plan = detail::plan_link(req, unused);
+    if (plan)
+      (void)detail::run_in_process(plan->job);
+  });
+}
+
+void LinkService::wait_warm() const {
+  std::call_once(impl_->warm_joined, [this] {
+    if (!impl_->warmer.joinable())
+      return;
+    if (::getpid() == impl_->owner)
+      impl_->warmer.join();
+    else
+      impl_->warmer.detach(); // the handle names a thread of the parent
+  });
+}
 
 } // namespace hotlink

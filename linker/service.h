@@ -30,6 +30,19 @@ struct ServiceConfig {
   // processes: a request whose key it holds is answered without lld; a miss
   // is linked once across processes and stored. Null = no cache.
   std::shared_ptr<cache::Cache> cache;
+  // In-process links run lld on the calling thread instead of hotlink's lld
+  // thread: no hand-off between threads (~30-80 us a small link here), but
+  // lld's thread-local allocations (~7 KiB a small link, ~1.9 bytes per
+  // input byte) stay with each calling thread until it ends; hotlink's own
+  // thread is replaced every 128 links or 16 MB to free them. For hosts that
+  // link from threads they retire, or that link a bounded number of times.
+  // Links whose image might not fit the output pipe still use the lld
+  // thread.
+  bool lld_on_calling_thread = false;
+  // Do the first link's one-time work now (LLVM's target initialization in
+  // lld, the host's runtime environment): the first link() then costs what
+  // a warm one does. Off: paid by the first link instead.
+  bool warm_up = true;
 };
 
 struct ServiceStats {
@@ -42,14 +55,13 @@ struct ServiceStats {
 };
 
 // lld resets every LLVM command-line option of the process to its default
-// on each in-process link. hotlink restores the options the host set whose
-// type is bool, int, unsigned, char, float, double or string by itself; options of other
-// types (enums such as -x86-asm-syntax, lists) must be declared here to be
-// restored: `set_host_llvm_options({"-x86-asm-syntax=intel"})` parses them
-// now and re-applies them after every link. An undeclared option that lld
-// reset is reported as a warning diagnostic. Process-wide, like LLVM's
-// options. Note: during a link, other host threads may see defaults; use
-// Execution::Isolated where that matters.
+// on each call. An in-process link keeps every option the host set (with
+// cl::ParseCommandLineOptions or here), of any type: they are out of lld's
+// reach for the call. set_host_llvm_options({"-x86-asm-syntax=intel"}) is a
+// convenience that parses options now (errors name the option). Note:
+// during a link, another host thread looking such an option up by name
+// does not find it (its value is untouched); use Execution::Isolated where
+// that matters.
 std::optional<Error> set_host_llvm_options(const std::vector<std::string> &args);
 
 class LinkService {
@@ -68,10 +80,15 @@ public:
 
   ServiceStats stats() const;
 
+  // Waits until the warm-up (ServiceConfig::warm_up) has finished; returns
+  // at once without one.
+  void wait_warm() const;
+
   // False once lld reported that it cannot run again in this process.
   static bool in_process_usable();
 
 private:
+  void warm_up();
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -61,9 +61,9 @@ struct ModuleOptions {
 
 struct VersionInfo {
   std::uint64_t number = 0; // 1 for the first version loaded, then 2, ...
-  std::string identity;     // SHA-256 of the artifact, or "blake3:<hex>"
-                            // when it was verified against a BLAKE3
-                            // (VerifyOptions::blake3, as the cache does)
+  std::string identity;     // "blake3:<hex>" of the artifact, or its SHA-256
+                            // when reload() was given one to check
+                            // (VerifyOptions::sha256)
   std::string source;       // the path or name it was loaded from
 };
 

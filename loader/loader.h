@@ -53,8 +53,8 @@ struct VerifyOptions {
 
 struct Verified {
   exports::ArtifactInfo info;
-  // Of the bytes: the hash that was checked; SHA-256 when none was (BLAKE3
-  // is left empty then, and SHA-256 when only a BLAKE3 was checked).
+  // Of the bytes: the hash that was checked; BLAKE3 when none was (the
+  // other is left empty: compute it with sha256_hex / blake3_hex if needed).
   std::string sha256, blake3;
   std::string signer; // hex of the trusted key that signed it, if required
 };

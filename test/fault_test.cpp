@@ -114,10 +114,26 @@ TEST(Fault, WorkerKilledMidLinkIsAnErrorAndTheNextLinkSucceeds) {
     LinkRequest req = request(big_object(), dir + "/big.so");
     req.execution = Execution::Isolated;
     auto pending = service.submit(req);
-    // Kill it once it has started writing the 7 MB input to its scratch
-    // directory (or after 2 s: then the test says the link won the race).
-    for (int i = 0; i < 2000 && test::count_with(files_in(scratch), "in0-") == 0; ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    // Kill it once it holds the 7 MB input (an ELF link keeps it in a
+    // memfd; other targets write it to the scratch directory), or after
+    // 2 s: then the test says the link won the race.
+    auto holds_input = [&] {
+      if (test::count_with(files_in(scratch), "in0-") != 0)
+        return true;
+      std::string fds = "/proc/" + std::to_string(workers[0]) + "/fd";
+      DIR *d = ::opendir(fds.c_str());
+      bool found = false;
+      while (dirent *e = d ? ::readdir(d) : nullptr) {
+        char target[512];
+        ssize_t n = ::readlink((fds + "/" + e->d_name).c_str(), target, sizeof target - 1);
+        found |= n > 0 && std::string(target, static_cast<std::size_t>(n)).find("memfd:hotlink:in0-") != std::string::npos;
+      }
+      if (d)
+        ::closedir(d);
+      return found;
+    };
+    for (int i = 0; i < 20000 && !holds_input(); ++i)
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
     ASSERT_EQ(::kill(workers[0], SIGKILL), 0);
     LinkResult r = pending.get();
     ASSERT_FALSE(r.ok()) << "the link finished before the worker was killed";

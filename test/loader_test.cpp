@@ -38,8 +38,10 @@ TEST(Verify, AcceptsAHostSharedObjectAndHashesIt) {
   Bytes so = kernel(1);
   auto v = verify(so, "k.so", {{"f", "f_argv", "f_metadata"}});
   ASSERT_TRUE(v.ok()) << v.error().to_string();
-  EXPECT_EQ(v->sha256, sha256_hex(so));
-  EXPECT_EQ(v->sha256.size(), 64u);
+  // Nothing asked for by name: the identity is the (fast) BLAKE3.
+  EXPECT_EQ(v->blake3, blake3_hex(so));
+  EXPECT_EQ(v->blake3.size(), 64u);
+  EXPECT_TRUE(v->sha256.empty());
   VerifyOptions o;
   o.blake3 = blake3_hex(so);
   EXPECT_TRUE(verify(so, "k.so", o).ok());
@@ -172,7 +174,7 @@ TEST(HotModule, ReloadSwapsAndRollbackReturns) {
   ASSERT_FALSE(m.reload(kernels().v[2], "v2").has_value());
   EXPECT_EQ((*f)(4), 42);
   EXPECT_EQ(m.current()->number, 2u);
-  EXPECT_EQ(m.current()->identity, sha256_hex(kernels().v[2]));
+  EXPECT_EQ(m.current()->identity, "blake3:" + blake3_hex(kernels().v[2]));
   ASSERT_FALSE(m.rollback().has_value());
   EXPECT_EQ((*f)(4), 41);
   EXPECT_EQ(m.current()->number, 1u);
