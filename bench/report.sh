@@ -13,6 +13,7 @@ trap 'rm -f "$tables" "$loader"' EXIT
 
 build/bin/compare_bench --markdown "$tables" >&2
 build/bin/loader_bench --benchmark_filter='Call' >"$loader" 2>&1
+instructions=$(bench/instructions.sh build)
 call=$(grep '^call, medians' "$loader")
 
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
@@ -39,6 +40,13 @@ mem=$(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo)
   echo "each other (llvm-mc)."
   echo
   cat "$tables"
+  echo
+  echo "### Instructions of one warm small link"
+  echo
+  echo 'Counted by callgrind (`bench/instructions.sh`, 20 warm links, spinning off): the'
+  echo "same on a busy machine as on an idle one."
+  echo
+  echo "$instructions"
   echo
   echo "### Hot-module call overhead"
   echo

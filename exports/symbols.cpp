@@ -1,5 +1,6 @@
 #include "exports/symbols.h"
 #include "exports/recovery.h"
+#include "exports/targets.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/BinaryFormat/COFF.h"
@@ -646,6 +647,7 @@ Expected<Member> collect_bitcode(MemoryBufferRef buf, const std::string &member,
                                  const std::string &name, std::vector<Symbol> &out) {
   // The identification block first: LLVM's symbol table reader does not
   // look at its epoch, which lld's LTO then refuses.
+  initialize_llvm_targets(); // reading bitcode may look its target up (module asm)
   auto producer = getBitcodeProducerString(buf);
   llvm::Expected<std::unique_ptr<lto::InputFile>> in =
       producer ? lto::InputFile::create(buf)

@@ -4,6 +4,7 @@
 // After a call that reports canRunAgain == false, lld's state may be
 // corrupt: the driver refuses to call it again in this process.
 #include "exports/recovery.h"
+#include "exports/targets.h"
 #include "linker/job.h"
 #include "linker/llvm_options.h"
 
@@ -221,12 +222,9 @@ const int kLLVMSignals[] = {SIGHUP, SIGINT,  SIGTERM, SIGUSR2, SIGILL, SIGTRAP,
 const int kSentinels[] = {SIGHUP, SIGINT, SIGTERM};
 
 bool same_action(const struct sigaction &a, const struct sigaction &b) {
-  if (a.sa_handler != b.sa_handler || a.sa_flags != b.sa_flags)
-    return false;
-  for (int s = 1; s < NSIG; ++s)
-    if (sigismember(&a.sa_mask, s) != sigismember(&b.sa_mask, s))
-      return false;
-  return true;
+  // The kernel fills every bit of the mask it returns, so the bytes compare.
+  return a.sa_handler == b.sa_handler && a.sa_flags == b.sa_flags &&
+         std::memcmp(&a.sa_mask, &b.sa_mask, sizeof a.sa_mask) == 0;
 }
 
 // Used only with g_lld_mutex held.
@@ -430,15 +428,17 @@ public:
   // Reads what the pipe holds now, without blocking; the image is complete
   // once lld has returned and a last drain() found nothing more.
   void drain(std::vector<std::uint8_t> &into) const {
+    // Read through a chunk kept per thread: a vector would zero what it
+    // grows into, and a fresh buffer this size would be mapped and
+    // unmapped each time.
+    constexpr std::size_t kChunk = 256u << 10;
+    thread_local std::unique_ptr<std::uint8_t[]> chunk(new std::uint8_t[kChunk]);
     for (;;) {
-      if (into.capacity() - into.size() < (64u << 10))
-        into.reserve(into.capacity() * 2 + (64u << 10));
-      std::size_t at = into.size();
-      into.resize(into.capacity());
-      ssize_t n = ::read(pipe_read_, into.data() + at, into.size() - at);
-      into.resize(at + (n > 0 ? static_cast<std::size_t>(n) : 0));
-      if (n > 0)
+      ssize_t n = ::read(pipe_read_, chunk.get(), kChunk);
+      if (n > 0) {
+        into.insert(into.end(), chunk.get(), chunk.get() + n);
         continue;
+      }
       if (n < 0 && errno == EINTR)
         continue;
       return; // EAGAIN: empty for now
@@ -594,6 +594,7 @@ void run_lld(const Materialized &files, const std::vector<const char *> &argv, c
     out.setup_error = "in-process lld is unusable after an earlier fatal error";
     return;
   }
+  exports::initialize_llvm_targets(); // lld's own registration then changes nothing
   SignalGuard &signals = signal_guard();
   signals.before();
   lld::Result r{1, true};

@@ -3,6 +3,7 @@
 #include "linker/llvm_options.h"
 #include "linker/plan.h"
 #include "linker/support.h"
+#include "exports/targets.h"
 #include "linker/worker.h"
 
 #include <algorithm>
@@ -344,6 +345,10 @@ LinkService::LinkService(ServiceConfig config) : impl_(std::make_unique<Impl>())
                            ? config.workers
                            : std::max(1u, std::thread::hardware_concurrency());
   impl_->lld_on_calling_thread = config.lld_on_calling_thread;
+  // LLVM's target registry is not safe to change while another thread
+  // reads it: registered here, on the constructing thread, before any
+  // thread of hotlink's (the warm-up, the lld thread) could.
+  exports::initialize_llvm_targets();
   if (config.warm_up)
     warm_up();
 }

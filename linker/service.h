@@ -10,6 +10,10 @@
 //   yields an error result; the pool starts a new one on demand.
 // - The same request gives byte-identical artifacts in-process and in a
 //   worker.
+// - Constructing one registers LLVM's targets (InitializeAllTargets and
+//   the rest) on the constructing thread. LLVM's target registry has no
+//   lock: a host that registers targets itself does so before, or on the
+//   same thread.
 #pragma once
 
 #include "cache/cache.h"

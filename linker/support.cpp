@@ -1,5 +1,7 @@
 #include "linker/support.h"
 
+#include "exports/targets.h"
+
 #include "llvm/MC/MCAsmBackend.h"
 #include "llvm/MC/MCAsmInfo.h"
 #include "llvm/MC/MCCodeEmitter.h"
@@ -102,15 +104,6 @@ const char *kChkstkArm64 = R"(
 
 std::string fltused_name(Arch a) { return a == Arch::X86 ? "__fltused" : "_fltused"; }
 
-void init_mc() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    llvm::InitializeAllTargetInfos();
-    llvm::InitializeAllTargetMCs();
-    llvm::InitializeAllAsmParsers();
-  });
-}
-
 } // namespace
 
 std::vector<std::string> support_symbols(const TargetInfo &target) {
@@ -121,7 +114,7 @@ std::vector<std::string> support_symbols(const TargetInfo &target) {
 
 Expected<std::vector<std::uint8_t>> assemble(const std::string &triple_name,
                                              const std::string &source) {
-  init_mc();
+  exports::initialize_llvm_targets(); // once, guarded: lld registers them too
   llvm::Triple triple(triple_name);
   std::string err;
   const llvm::Target *t = llvm::TargetRegistry::lookupTarget(triple, err);

@@ -3,6 +3,8 @@
 #include "linker/linker.h"
 
 #include "llvm/TargetParser/Host.h"
+#include <map>
+#include <mutex>
 #include "llvm/TargetParser/Triple.h"
 
 namespace hotlink {
@@ -23,7 +25,34 @@ namespace detail {
 using exports::Arch;
 using exports::Format;
 
+namespace {
+
+Expected<TargetInfo> resolve_uncached(const std::string &spelled);
+
+} // namespace
+
+// Memoized: a JIT names the same one or two triples in every request.
 Expected<TargetInfo> resolve_target(const std::string &spelled) {
+  static std::mutex mu;
+  static std::map<std::string, TargetInfo> known;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = known.find(spelled);
+    if (it != known.end())
+      return it->second;
+  }
+  auto info = resolve_uncached(spelled);
+  if (info) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (known.size() < 64)
+      known.emplace(spelled, info.value());
+  }
+  return info;
+}
+
+namespace {
+
+Expected<TargetInfo> resolve_uncached(const std::string &spelled) {
   std::string s = spelled.empty() ? host_target() : spelled;
   llvm::Triple t(llvm::Triple::normalize(s));
   TargetInfo info;
@@ -66,5 +95,6 @@ Expected<TargetInfo> resolve_target(const std::string &spelled) {
   return info;
 }
 
+} // namespace
 } // namespace detail
 } // namespace hotlink
