@@ -121,7 +121,6 @@ void hotlink_path(benchmark::State &state, hotlink::LinkService &svc, hotlink::C
 
 void BM_HotlinkInProcess(benchmark::State &state) {
   hotlink::LinkService svc;
-  svc.wait_warm();
   hotlink_path(state, svc, hotlink::CacheUse::Off);
 }
 
@@ -132,7 +131,6 @@ void BM_HotlinkSpaced(benchmark::State &state) {
   hotlink::ServiceConfig config;
   config.lld_on_calling_thread = state.range(1) != 0;
   hotlink::LinkService svc(config);
-  svc.wait_warm();
   hotlink::LinkRequest req = request(0);
   for (auto _ : state) {
     usleep(10000);
@@ -155,7 +153,6 @@ void BM_HotlinkCallerThread(benchmark::State &state) {
   hotlink::ServiceConfig config;
   config.lld_on_calling_thread = true;
   hotlink::LinkService svc(config);
-  svc.wait_warm();
   hotlink_path(state, svc, hotlink::CacheUse::Off);
 }
 
@@ -164,7 +161,6 @@ void BM_HotlinkCallerThread(benchmark::State &state) {
 void BM_HotlinkUserPath(benchmark::State &state) {
   int which = static_cast<int>(state.range(0));
   hotlink::LinkService svc;
-  svc.wait_warm();
   hotlink::loader::HotModule module;
   auto entry = module.entry<int(void **)>("kernel_argv");
   hotlink::LinkRequest req = request(which);
@@ -370,7 +366,6 @@ int first_link(bool warm) {
   hotlink::ServiceConfig config;
   config.warm_up = warm;
   hotlink::LinkService svc(config);
-  svc.wait_warm();
   hotlink::LinkRequest req;
   req.inputs = {hotlink::Input::memory("kernel.o", obj)};
   req.exports = hotlink::ExportPolicy::list({"kernel", "kernel_argv"});
@@ -516,7 +511,7 @@ int main(int argc, char **argv) {
           fmt("%.3f ms", first[2]) + " (planning " + fmt("%.3f ms", first[0]) +
           ": clang's driver and indexing the target's libraries, once per process and target; lld " +
           fmt("%.3f ms", first[1]) + ": its first call's one-time work); after the service's warm-up " +
-          "(`ServiceConfig::warm_up`, a link in the background at construction) " +
+          "(`ServiceConfig::warm_up`: a link of a one-function object in the constructor) " +
           fmt("%.3f ms", first_warm[2]) + ".\n";
   md += "\n### Throughput: 64 links of the ~150 KB object submitted at once\n\n";
   md += "| where | time for 64 | links per second |\n|---|---|---|\n";

@@ -43,9 +43,7 @@ int main(int argc, char **argv) {
   g_object = compile_object(HOTLINK_BENCH_CLANG, kSmallKernel, "-O2 -fPIC");
   if (g_object.empty())
     return 1;
-  hotlink::ServiceConfig config;
-  config.warm_up = false;
-  hotlink::LinkService service(config);
+  hotlink::LinkService service;
   g_service = &service;
   for (int i = 0; i < 3; ++i) // warm: targets, runtime environment, memo
     one_link();

@@ -40,6 +40,8 @@ Input Input::memory(std::string name, const void *data, std::size_t size) {
 
 namespace {
 
+void warm_up_links();
+
 double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(
              std::chrono::steady_clock::now() - t0)
@@ -75,9 +77,6 @@ struct LinkService::Impl {
   };
 
   std::shared_ptr<cache::Cache> cache;
-  std::thread warmer; // the warm-up link, joined by wait_warm() or the destructor
-  std::once_flag warm_joined;
-  pid_t owner = ::getpid(); // a forked child has no warm-up thread to join
 
   Expected<Slot> acquire(Execution mode, bool needs_worker);
   std::optional<Error> run(const LinkRequest &req, const Plan &plan, LinkResult &res,
@@ -350,11 +349,10 @@ LinkService::LinkService(ServiceConfig config) : impl_(std::make_unique<Impl>())
   // thread of hotlink's (the warm-up, the lld thread) could.
   exports::initialize_llvm_targets();
   if (config.warm_up)
-    warm_up();
+    warm_up_links();
 }
 
 LinkService::~LinkService() {
-  wait_warm();
   {
     std::lock_guard<std::mutex> lock(impl_->qmu);
     impl_->stopping = true;
@@ -413,39 +411,29 @@ std::optional<Error> set_host_llvm_options(const std::vector<std::string> &args)
 
 bool LinkService::in_process_usable() { return detail::in_process_usable(); }
 
-// A link of a one-function object for the host, in the background: lld's
-// first call initializes LLVM's targets and faults its code in, and the
-// host's runtime environment is computed (clang's driver, the libraries'
-// indexes); the caller's first link then costs what any warm one does.
-void LinkService::warm_up() {
-  impl_->warmer = std::thread([] {
-    auto target = detail::resolve_target("");
-    if (!target || target->format != exports::Format::ELF)
-      return;
-    auto obj = detail::assemble(target->triple, ".text\n.globl hotlink_warm_up\n"
-                                                ".type hotlink_warm_up,@function\nhotlink_warm_up:\n  ret\n"
-                                                ".section .note.GNU-stack,\"\",@progbits\n");
-    if (!obj)
-      return;
-    LinkRequest req;
-    req.inputs.push_back(Input::memory("warm-up.o", std::move(obj.value())));
-    req.exports = ExportPolicy::list({"hotlink_warm_up"});
-    Timings unused;
-    auto plan = detail::plan_link(req, unused);
-    if (plan)
-      (void)detail::run_in_process(plan->job);
-  });
+namespace {
+
+// A link of a one-function object for the host: lld's first call faults its
+// code in and sets its one-time state up, and the host's runtime
+// environment is computed (clang's driver, the libraries' indexes).
+void warm_up_links() {
+  auto target = detail::resolve_target("");
+  if (!target || target->format != exports::Format::ELF)
+    return;
+  auto obj = detail::assemble(target->triple, ".text\n.globl hotlink_warm_up\n"
+                                              ".type hotlink_warm_up,@function\nhotlink_warm_up:\n  ret\n"
+                                              ".section .note.GNU-stack,\"\",@progbits\n");
+  if (!obj)
+    return;
+  LinkRequest req;
+  req.inputs.push_back(Input::memory("warm-up.o", std::move(obj.value())));
+  req.exports = ExportPolicy::list({"hotlink_warm_up"});
+  Timings unused;
+  auto plan = detail::plan_link(req, unused);
+  if (plan)
+    (void)detail::run_in_process(plan->job);
 }
 
-void LinkService::wait_warm() const {
-  std::call_once(impl_->warm_joined, [this] {
-    if (!impl_->warmer.joinable())
-      return;
-    if (::getpid() == impl_->owner)
-      impl_->warmer.join();
-    else
-      impl_->warmer.detach(); // the handle names a thread of the parent
-  });
-}
+} // namespace
 
 } // namespace hotlink

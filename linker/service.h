@@ -43,10 +43,11 @@ struct ServiceConfig {
   // Links whose image might not fit the output pipe still use the lld
   // thread.
   bool lld_on_calling_thread = false;
-  // Do the first link's one-time work now (LLVM's target initialization in
-  // lld, the host's runtime environment): the first link() then costs what
-  // a warm one does. Off: paid by the first link instead.
-  bool warm_up = true;
+  // Do a link's one-time work in the constructor (lld's first call, the
+  // host's runtime environment: clang's driver and the libraries' indexes),
+  // by linking a one-function object there: the first link() then costs
+  // about what a warm one does, and the constructor ~10 ms more.
+  bool warm_up = false;
 };
 
 struct ServiceStats {
@@ -84,15 +85,10 @@ public:
 
   ServiceStats stats() const;
 
-  // Waits until the warm-up (ServiceConfig::warm_up) has finished; returns
-  // at once without one.
-  void wait_warm() const;
-
   // False once lld reported that it cannot run again in this process.
   static bool in_process_usable();
 
 private:
-  void warm_up();
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
