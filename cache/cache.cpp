@@ -972,6 +972,10 @@ Expected<std::shared_ptr<Cache>> Cache::open(Config config) {
   if (::stat(dir.c_str(), &st) != 0) {
     if (errno != ENOENT)
       return make_error(ErrorCode::CacheError, "cannot stat: " + errno_text(errno), dir);
+    if (!config.create)
+      return make_error(ErrorCode::InputNotFound, "no cache directory here", dir, {},
+                        "check the path; a cache is made by the first link that uses it "
+                        "(hotlink link --cache DIR)");
     llvm::SmallString<256> parent(dir);
     llvm::sys::path::remove_filename(parent);
     if (!parent.empty())
@@ -1002,6 +1006,11 @@ Expected<std::shared_ptr<Cache>> Cache::open(Config config) {
   }
 
   std::string marker = dir + "/" + kMarker;
+  if (!config.create && ::access(marker.c_str(), F_OK) != 0)
+    return make_error(ErrorCode::InputNotFound,
+                      "is not a hotlink cache (it has no '" + std::string(kMarker) + "' file)", dir,
+                      {}, "check the path; a cache is made by the first link that uses it "
+                          "(hotlink link --cache DIR)");
   if (::access(marker.c_str(), F_OK) != 0) {
     DIR *d = ::opendir(dir.c_str());
     if (!d)

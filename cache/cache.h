@@ -166,6 +166,10 @@ struct Config {
   // (counted in Stats::refused) and replaced. Needs sign_key, or this
   // process's own links would be refused.
   bool require_signed = false;
+  // Makes DIR (and its parents) a new cache when it is missing or empty.
+  // false: DIR must already be a cache, else InputNotFound and nothing is
+  // created (for tools that inspect a cache: a typo must not make one).
+  bool create = true;
 };
 
 struct Stats {

@@ -2,22 +2,14 @@
 // the Job lld will run, so whatever reaches lld is in it by construction.
 #include "linker/plan.h"
 
-// lld/Common/Version.h includes a Version.inc that Debian's liblld-22-dev
-// does not ship; the function itself is in liblldCommon.
-namespace lld {
-std::string getLLDVersion();
-}
-
 namespace hotlink::detail {
-
-std::string lld_version() { return lld::getLLDVersion(); }
 
 cache::Key link_key(const Plan &plan) {
   const Job &job = plan.job;
   cache::KeyBuilder k("hotlink link");
   k.add("cache-format", std::uint64_t(2));
   k.add("hotlink", HOTLINK_VERSION_STRING);
-  k.add("lld", lld::getLLDVersion());
+  k.add("lld", hotlink::lld_version());
   k.add("target", plan.target.triple);
   k.add("flavor", job.flavor);
   k.add("output-name", job.output_name);

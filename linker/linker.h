@@ -173,6 +173,8 @@ struct LinkResult {
   std::optional<Error> error;          // set when the link failed
   std::string target;                  // the normalized triple
   std::string artifact_path;           // when an output path was given
+  std::string artifact_name;           // its file name: the output's, else
+                                       // "hotlink.so" (.dll, .dylib, .wasm)
   std::vector<std::uint8_t> artifact;  // when no output path was given
   std::vector<std::string> exports;    // the C names the link exported
   std::string export_file;             // the version script / .def / list used
@@ -211,5 +213,11 @@ std::string host_target();
 
 // The triples hotlink links for, one per line of the README's table.
 std::vector<std::string> supported_targets();
+
+// hotlink's version ("0.1.0"), lld's version line ("LLD 22.1.0 (...)") and
+// the LLVM version hotlink was built against ("22.1.0").
+std::string version();
+std::string lld_version();
+std::string llvm_version();
 
 } // namespace hotlink

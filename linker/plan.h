@@ -52,9 +52,6 @@ Expected<Plan> plan_link(const LinkRequest &request, Timings &timings,
 // where the link runs, and the timeout.
 cache::Key link_key(const Plan &plan);
 
-// lld's version line, e.g. "LLD 22.1.0 ...".
-std::string lld_version();
-
 // Splits lld's captured output into diagnostics and maps the file names lld
 // printed back to the caller's input names.
 std::vector<Diagnostic> parse_diagnostics(const Job &job,

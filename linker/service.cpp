@@ -216,6 +216,7 @@ LinkResult LinkService::Impl::link(const LinkRequest &req) {
   if (!plan)
     return finish(plan.take_error());
   res.target = plan->target.triple;
+  res.artifact_name = plan->job.output_name;
   for (const exports::Export &e : plan->exports)
     res.exports.push_back(e.name);
   res.export_file = plan->export_file;

@@ -63,6 +63,10 @@ std::uint64_t HotModule::Pin::version() const { return v_ ? v_->info.number : 0;
 
 void *HotModule::Pin::slot(int i) const { return v_->slots[i].load(std::memory_order_acquire); }
 
+void *HotModule::Pin::address(int i) const {
+  return v_ && i >= 0 && i < kMaxEntries ? slot(i) : nullptr;
+}
+
 Expected<int> HotModule::register_entry(const std::string &name) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = std::find(entries_.begin(), entries_.end(), name);

@@ -114,6 +114,10 @@ public:
     template <class Fn> Fn *get(const Entry<Fn> &e) const {
       return reinterpret_cast<Fn *>(slot(e.slot_));
     }
+    // The address of the entry registered at `slot` (Entry::slot()) in
+    // this version, untyped; nullptr when the pin is empty or the slot was
+    // never registered. For bindings that cannot name the entry's type.
+    void *address(int slot) const;
 
   private:
     friend class HotModule;

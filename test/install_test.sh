@@ -15,3 +15,16 @@ printf 'int f(int x) { return x + 1; }\n' | "$clang" -x c -fPIC -c - -o "$work/k
 out=$(HOTLINK_WORKER="$work/prefix/bin/hotlink-ld" "$work/build/consumer" "$work/k.o")
 echo "$out"
 [[ "$out" == "linked "*" bytes exporting f" ]]
+
+# The C API: samples/c_api.c as C99 with -Wall -Werror, once through
+# pkg-config and once through CMake's hotlink::c, each run (its own checks
+# decide: link, load, call, hot reload, cache, a failing link's error).
+pc_dir=$(dirname "$(find "$work/prefix" -name hotlink.pc | head -1)")
+cc -std=c99 -Wall -Wextra -Werror "$src/samples/c_api.c" \
+   $(PKG_CONFIG_PATH="$pc_dir" pkg-config --cflags --libs hotlink) -o "$work/c_api_pc"
+cmake -S "$src/test/consumer_c" -B "$work/build_c" -G Ninja -DCMAKE_PREFIX_PATH="$work/prefix" \
+  -DHOTLINK_SAMPLE="$src/samples/c_api.c" > "$work/configure_c.log"
+cmake --build "$work/build_c" > "$work/build_c.log"
+"$src/test/c_api_sample.sh" "$work/c_api_pc" "$clang" > "$work/c_api_pc.log"
+"$src/test/c_api_sample.sh" "$work/build_c/c_api" "$clang" > "$work/c_api_cmake.log"
+echo "C API: pkg-config and CMake builds of samples/c_api.c passed"

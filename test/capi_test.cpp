@@ -1,0 +1,170 @@
+// The C API's contract at its edges (include/hotlink/hotlink.h): bad
+// arguments are errors with a code and a message, never a crash; a
+// producer's failure stores nothing; an inspecting open creates nothing;
+// pins of an empty module pin nothing. The happy path is the C sample's
+// (samples/c_api.c, run by samples.c_api and the install test).
+#include "hotlink/hotlink.h"
+
+#include "test/support.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace {
+
+using hotlink::test::Bytes;
+
+Bytes kernel(int factor) {
+  return hotlink::test::compile_c(
+      hotlink_host_target(),
+      "int scale(int x) { return x * " + std::to_string(factor) +
+          "; }\nint scale_argv(void **a) { *(int *)a[1] = scale(*(int *)a[0]); return 0; }\n");
+}
+
+hotlink_result *link_bytes(hotlink_service *s, const Bytes &object) {
+  hotlink_request *r = hotlink_request_create();
+  hotlink_request_add_input(r, "scale.o", object.data(), object.size());
+  hotlink_result *res = hotlink_link(s, r);
+  hotlink_request_destroy(r);
+  return res;
+}
+
+TEST(CApi, NullArgumentsAreBadRequestsNotCrashes) {
+  hotlink_request *r = hotlink_request_create();
+  hotlink_result *res = hotlink_link(nullptr, r);
+  ASSERT_NE(res, nullptr);
+  ASSERT_NE(hotlink_result_error(res), nullptr);
+  EXPECT_EQ(hotlink_error_code(hotlink_result_error(res)), HOTLINK_BAD_REQUEST);
+  EXPECT_NE(std::string(hotlink_error_message(hotlink_result_error(res))).find("service"), std::string::npos);
+  EXPECT_EQ(hotlink_result_bytes(res, nullptr), nullptr);
+  hotlink_result_destroy(res);
+  hotlink_request_destroy(r);
+
+  hotlink_error *e = nullptr;
+  EXPECT_EQ(hotlink_cache_open(nullptr, &e), nullptr);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(hotlink_error_code(e), HOTLINK_BAD_REQUEST);
+  hotlink_error_free(e);
+  e = nullptr;
+  EXPECT_EQ(hotlink_module_entry(nullptr, "f", &e), -1);
+  EXPECT_EQ(hotlink_error_code(e), HOTLINK_BAD_REQUEST);
+  hotlink_error_free(e);
+  // Callers that pass no error out-parameter get the status alone.
+  EXPECT_EQ(hotlink_module_reload(nullptr, nullptr, 0, nullptr, nullptr), HOTLINK_BAD_REQUEST);
+  EXPECT_STREQ(hotlink_status_name(HOTLINK_INVALID_INPUT), "invalid-input");
+  EXPECT_STREQ(hotlink_status_name(static_cast<hotlink_status>(999)), "unknown");
+}
+
+TEST(CApi, AnUnknownEnumValueIsNamedInTheError) {
+  hotlink_service *s = hotlink_service_create(nullptr);
+  hotlink_request *r = hotlink_request_create();
+  hotlink_request_set_exports(r, static_cast<hotlink_export_mode>(42), nullptr, 0);
+  hotlink_result *res = hotlink_link(s, r);
+  ASSERT_NE(hotlink_result_error(res), nullptr);
+  EXPECT_EQ(hotlink_error_code(hotlink_result_error(res)), HOTLINK_BAD_REQUEST);
+  EXPECT_NE(std::string(hotlink_error_message(hotlink_result_error(res))).find("hotlink_request_set_exports"),
+            std::string::npos);
+  hotlink_result_destroy(res);
+  hotlink_request_destroy(r);
+  hotlink_service_destroy(s);
+}
+
+TEST(CApi, OpeningAMissingCacheToInspectItCreatesNothing) {
+  std::string parent = hotlink::test::temp_dir();
+  std::string dir = parent + "/typo/cache";
+  hotlink_cache_options o{};
+  o.dir = dir.c_str();
+  o.no_create = 1;
+  hotlink_error *e = nullptr;
+  EXPECT_EQ(hotlink_cache_open(&o, &e), nullptr);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(hotlink_error_code(e), HOTLINK_INPUT_NOT_FOUND);
+  EXPECT_EQ(std::string(hotlink_error_input(e)), dir);
+  hotlink_error_free(e);
+  EXPECT_FALSE(hotlink::test::exists(parent + "/typo"));
+}
+
+TEST(CApi, AProducerThatFailsStoresNothingAndTheNextCallBuilds) {
+  std::string dir = hotlink::test::temp_dir() + "/cache";
+  hotlink_cache_options o{};
+  o.dir = dir.c_str();
+  hotlink_cache *c = hotlink_cache_open(&o, nullptr);
+  ASSERT_NE(c, nullptr);
+  hotlink_service *s = hotlink_service_create(nullptr);
+  struct State {
+    hotlink_service *service;
+    Bytes object;
+    int calls = 0;
+    bool fail = true;
+  } state{s, kernel(3)};
+  auto produce = [](void *user, hotlink_build *b) {
+    auto *st = static_cast<State *>(user);
+    ++st->calls;
+    if (st->fail)
+      return hotlink_build_fail(b, "the JIT could not compile the pipeline");
+    hotlink_result *res = link_bytes(st->service, st->object);
+    hotlink_build_set_result(b, res);
+    hotlink_result_destroy(res);
+  };
+  hotlink_error *e = nullptr;
+  EXPECT_EQ(hotlink_cache_get_or_build(c, "k", 1, produce, &state, &e), nullptr);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(hotlink_error_code(e), HOTLINK_LINK_FAILED);
+  EXPECT_NE(std::string(hotlink_error_message(e)).find("could not compile"), std::string::npos);
+  hotlink_error_free(e);
+
+  state.fail = false;
+  hotlink_entry *built = hotlink_cache_get_or_build(c, "k", 1, produce, &state, nullptr);
+  ASSERT_NE(built, nullptr);
+  EXPECT_FALSE(hotlink_entry_hit(built));
+  EXPECT_EQ(state.calls, 2);
+  hotlink_entry *hit = hotlink_cache_get_or_build(c, "k", 1, produce, &state, nullptr);
+  ASSERT_NE(hit, nullptr);
+  EXPECT_TRUE(hotlink_entry_hit(hit));
+  EXPECT_EQ(state.calls, 2);
+  EXPECT_STREQ(hotlink_entry_blake3(built), hotlink_entry_blake3(hit));
+  hotlink_library *lib = hotlink_entry_load(hit, nullptr);
+  ASSERT_NE(lib, nullptr);
+  auto scale = reinterpret_cast<int (*)(int)>(hotlink_library_symbol(lib, "scale"));
+  ASSERT_NE(scale, nullptr);
+  EXPECT_EQ(scale(5), 15);
+  EXPECT_EQ(hotlink_library_symbol(lib, "absent"), nullptr);
+  hotlink_library_close(lib);
+  hotlink_entry_destroy(built);
+  hotlink_entry_destroy(hit);
+  hotlink_service_destroy(s);
+  hotlink_cache_close(c);
+}
+
+TEST(CApi, PinsOfAnEmptyModulePinNothingAndAPinCanBeCopied) {
+  hotlink_module *m = hotlink_module_create();
+  int slot = hotlink_module_entry(m, "scale", nullptr);
+  ASSERT_GE(slot, 0);
+  hotlink_pin pin;
+  EXPECT_EQ(hotlink_module_pin(m, &pin), 0);
+  EXPECT_EQ(hotlink_pin_entry(&pin, slot), nullptr);
+  hotlink_pin_release(&pin); // left alone
+  EXPECT_EQ(hotlink_module_version(m), 0u);
+  EXPECT_EQ(hotlink_module_rollback(m, nullptr), HOTLINK_BAD_REQUEST);
+
+  hotlink_service *s = hotlink_service_create(nullptr);
+  hotlink_result *res = link_bytes(s, kernel(4));
+  size_t n = 0;
+  const uint8_t *bytes = hotlink_result_bytes(res, &n);
+  ASSERT_NE(bytes, nullptr);
+  ASSERT_EQ(hotlink_module_reload(m, bytes, n, "scale.so", nullptr), HOTLINK_OK);
+  ASSERT_EQ(hotlink_module_pin(m, &pin), 1);
+  hotlink_pin copy = pin; // C code passes pins by value
+  auto scale = reinterpret_cast<int (*)(int)>(hotlink_pin_entry(&copy, slot));
+  ASSERT_NE(scale, nullptr);
+  EXPECT_EQ(scale(2), 8);
+  EXPECT_EQ(hotlink_pin_entry(&copy, 31), nullptr); // a slot never registered
+  EXPECT_EQ(hotlink_pin_entry(&copy, 99), nullptr); // past the last slot
+  hotlink_pin_release(&copy);
+  hotlink_result_destroy(res);
+  hotlink_service_destroy(s);
+  hotlink_module_destroy(m);
+}
+
+} // namespace
