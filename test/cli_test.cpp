@@ -8,6 +8,10 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <regex>
+#include <sys/stat.h>
+
 namespace hotlink {
 namespace {
 
@@ -135,6 +139,116 @@ TEST(VerifyCli, LoadReadsTheMetadataAndChecksTheAbi) {
   EXPECT_EQ(bad.code, 1);
   EXPECT_NE(bad.err.find("abi-mismatch"), std::string::npos) << bad.err;
   EXPECT_EQ(test::run({bin, "verify", so, "--abi", "input:1:2:1:8"}).code, 2); // needs --load
+}
+
+TEST(VerifyCli, LoadPrintsTheMetadataInTextMode) {
+  std::string so = test::temp_dir() + "/k.so";
+  test::write_file(so, test::compile_so("x86_64-linux-gnu", kMetaKernel));
+  test::Run r = test::run({hotlink_bin(), "verify", so, "--load"});
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find("f_metadata: pipeline"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("2 arguments"), std::string::npos) << r.out;
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("input +input +uint8, 2 dimensions"))) << r.out;
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("scale +scalar +float32, 0 dimensions"))) << r.out;
+}
+
+// --- Linker habits -----------------------------------------------------------
+
+TEST(CliHabits, VersionNamesHotlinkLldAndLlvm) {
+  for (const char *spelling : {"--version", "version"}) {
+    test::Run r = test::run({hotlink_bin(), spelling});
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.out.find("hotlink " + version()), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(lld_version()), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("LLVM: " + llvm_version()), std::string::npos) << r.out;
+  }
+  EXPECT_EQ(test::run({hotlink_bin(), "link", "--version"}).code, 0);
+}
+
+TEST(CliHabits, VerbosePrintsLldsCommandLineAndTimes) {
+  std::string in = object_file(host_target(), "int f(int x) { return x; }");
+  std::string out = test::temp_dir() + "/k.so";
+  test::Run r = test::run({hotlink_bin(), "link", "-v", "--export", "f", "-o", out, in});
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::string all = r.out + r.err;
+  EXPECT_NE(all.find("ld.lld"), std::string::npos) << all;
+  EXPECT_NE(all.find(in), std::string::npos) << all;
+  EXPECT_NE(all.find(" ms"), std::string::npos) << all;
+}
+
+// A response file with a quoted path that has spaces, -shared, -oFILE and
+// --soname=NAME: a command line copied from a linker invocation.
+TEST(CliHabits, ResponseFilesAndLinkerSpellings) {
+  std::string dir = test::temp_dir() + "/with space";
+  std::filesystem::create_directories(dir);
+  std::string in = dir + "/my kernel.o";
+  test::write_file(in, test::compile_c(host_target(), "int f(int x) { return x; }"));
+  std::string out = dir + "/lib k.so";
+  std::string rsp = test::temp_dir() + "/args.rsp";
+  std::string text = "-shared --export=f\n\"" + in + "\" --soname=libk.so.1\n'-o" + out + "'\n";
+  test::write_file(rsp, test::Bytes(text.begin(), text.end()));
+  test::Run r = test::run({hotlink_bin(), "link", "@" + rsp});
+  ASSERT_EQ(r.code, 0) << r.err;
+  test::Bytes so = test::read_file(out);
+  auto info = exports::read_artifact(so.data(), so.size(), out);
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->exports, std::vector<std::string>{"f"});
+  test::Run d = test::run({HOTLINK_TEST_LLVM_READELF, "-d", out});
+  EXPECT_NE(d.out.find("[libk.so.1]"), std::string::npos) << d.out;
+
+  std::string out2 = test::temp_dir() + "/k2.so";
+  EXPECT_EQ(test::run({hotlink_bin(), "link", "--output", out2, "--export", "f", in}).code, 0);
+  EXPECT_TRUE(test::exists(out2));
+  std::string out3 = test::temp_dir() + "/k3.so";
+  EXPECT_EQ(test::run({hotlink_bin(), "link", "--output=" + out3, "--export=f", in}).code, 0);
+  EXPECT_TRUE(test::exists(out3));
+}
+
+TEST(CliHabits, ErrorsAboutTheOutputNameTheOutput) {
+  std::string in = object_file(host_target(), "int f(int x) { return x; }");
+  std::string out = test::temp_dir() + "/no/such/dir/k.so";
+  test::Run r = test::run({hotlink_bin(), "link", "--export", "f", "-o", out, in});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("output '" + out + "'"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("input '" + out + "'"), std::string::npos) << r.err;
+}
+
+TEST(CliHabits, InspectingACacheThatDoesNotExistCreatesNothing) {
+  std::string parent = test::temp_dir();
+  for (const char *action : {"stats", "verify", "prune", "clear"}) {
+    std::string dir = parent + "/typo-" + action + "/cache";
+    test::Run r = test::run({hotlink_bin(), "cache", action, "--dir", dir});
+    EXPECT_EQ(r.code, 2) << action << ": " << r.out << r.err;
+    EXPECT_NE(r.err.find(dir), std::string::npos) << r.err;
+    EXPECT_FALSE(test::exists(parent + "/typo-" + action)) << action;
+  }
+  // A directory that exists but is no cache is not made one either.
+  test::Run r = test::run({hotlink_bin(), "cache", "stats", "--dir", parent});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_EQ(test::files_in(parent).size(), 0u);
+  // link --cache is what makes one.
+  std::string in = object_file(host_target(), "int f(int x) { return x; }");
+  std::string cache = parent + "/made";
+  ASSERT_EQ(test::run({hotlink_bin(), "link", "--export", "f", "--cache", cache, "-o", parent + "/k.so", in}).code, 0);
+  EXPECT_EQ(test::run({hotlink_bin(), "cache", "stats", "--dir", cache}).code, 0);
+}
+
+TEST(CliHabits, CompanionsAreNotExecutableArtifactsAre) {
+  std::string in = object_file("x86_64-pc-windows-msvc", "__declspec(dllexport) int f(int x) { return x; }");
+  std::string dir = test::temp_dir();
+  mode_t old = ::umask(022);
+  test::Run r = test::run({hotlink_bin(), "link", "--target", "x86_64-pc-windows-msvc", "--export", "f", "-o",
+                           dir + "/k.dll", "--def", dir + "/k.def", "--implib", dir + "/k.lib", in});
+  ::umask(old);
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto mode = [](const std::string &p) {
+    struct stat st {};
+    ::stat(p.c_str(), &st);
+    return st.st_mode & 0777;
+  };
+  EXPECT_EQ(mode(dir + "/k.dll"), 0755u);
+  EXPECT_EQ(mode(dir + "/k.def"), 0644u);
+  EXPECT_EQ(mode(dir + "/k.lib"), 0644u);
 }
 
 } // namespace

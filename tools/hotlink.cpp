@@ -13,6 +13,7 @@
 #include "linker/service.h"
 #include "loader/loader.h"
 
+#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 
@@ -38,6 +39,8 @@ namespace {
 
 constexpr int kOk = 0, kFailed = 1, kUsage = 2;
 
+int print_version();
+
 const char *kTopHelp = R"(hotlink: link JIT objects into shared objects in-process with lld.
 
 usage: hotlink <command> [options]
@@ -52,7 +55,9 @@ commands:
   sign      sign an artifact (writes FILE.sig, which `verify --trusted-key` checks)
   targets   list the supported targets
 
-Run `hotlink <command> --help` for a command's options.
+Run `hotlink <command> --help` for a command's options; `hotlink --version`
+prints hotlink's, lld's and LLVM's versions. An argument @FILE is replaced by
+FILE's contents (a response file: GNU quoting, as lld and GCC read it).
 exit codes: 0 success, 1 operation failed, 2 bad usage or bad input.
 )";
 
@@ -62,7 +67,9 @@ Links INPUT objects/archives into OUT, a shared object for the target.
 
 options:
   --target TRIPLE      target triple (default: the host); see `hotlink targets`
-  -o OUT               the artifact to write (written atomically)
+  -o OUT               the artifact to write (written atomically); also
+                       -oOUT and --output OUT. --NAME=VALUE works for every
+                       option below that takes a value; -shared is accepted
   --policy P           entry-points (default), all, list or none
   --export NAME        export NAME (repeatable), in any policy
   --include GLOB       also export defined symbols matching GLOB (repeatable)
@@ -308,7 +315,49 @@ int print_error(const hotlink::Error &e, bool json) {
   return exit_code_for(e.code);
 }
 
+// The options of `link` that take a value, in every spelling a linker user
+// types: "--soname=NAME" and "-oFILE" become "--soname NAME" and "-o FILE";
+// "--output" is "-o".
+std::vector<std::string> link_arguments(int argc, char **argv) {
+  static const char *kValued[] = {
+      "--target", "--output", "--def", "--implib", "--def-in", "--pdb", "--sysroot", "--flag", "--threads",
+      "--timeout-ms", "--cache", "--cache-max-bytes", "--windows-crt", "--entry", "--soname",
+      "--version-script", "--cxx-runtime", "--exclude-member", "--policy", "--export", "--include",
+      "--exclude", "--remote", "--sign-key", "--trusted-key", "--remote-timeout-ms", "--remote-ttl",
+      "--remote-max-bytes"};
+  std::vector<std::string> out;
+  for (int i = 0; i < argc; ++i) {
+    std::string a = argv[i];
+    std::size_t eq = a.find('=');
+    bool is_value = !out.empty() && (out.back() == "-o" || out.back() == "-L" || out.back() == "-l" ||
+                                     std::find(std::begin(kValued), std::end(kValued), out.back()) != std::end(kValued));
+    if (is_value) {
+      out.push_back(a); // the value of the option before, whatever it looks like
+    } else if (a.rfind("--", 0) == 0 && eq != std::string::npos &&
+               std::find(std::begin(kValued), std::end(kValued), a.substr(0, eq)) != std::end(kValued)) {
+      out.push_back(a.substr(0, eq) == "--output" ? "-o" : a.substr(0, eq));
+      out.push_back(a.substr(eq + 1));
+    } else if (a.size() > 2 && a.rfind("-o", 0) == 0) {
+      out.push_back("-o");
+      out.push_back(a.substr(2));
+    } else {
+      out.push_back(a == "--output" ? "-o" : a);
+    }
+  }
+  return out;
+}
+
+int link_command(int argc, char **argv);
+
 int cmd_link(int argc, char **argv) {
+  std::vector<std::string> args = link_arguments(argc, argv);
+  std::vector<char *> ptrs;
+  for (std::string &a : args)
+    ptrs.push_back(a.data());
+  return link_command(static_cast<int>(ptrs.size()), ptrs.data());
+}
+
+int link_command(int argc, char **argv) {
   hotlink::LinkRequest req;
   bool json = false;
   std::string cache_dir, sign_key;
@@ -341,6 +390,10 @@ int cmd_link(int argc, char **argv) {
       return kOk;
     } else if (a == "--json") {
       json = true;
+    } else if (a == "-shared" || a == "--shared") {
+      // What hotlink always makes; accepted so linker command lines carry over.
+    } else if (a == "--version") {
+      return print_version();
     } else if (a == "--isolated") {
       req.execution = hotlink::Execution::Isolated;
     } else if (a == "--allow-undefined") {
@@ -700,6 +753,28 @@ bool parse_abi(const std::string &spec, hotlink::loader::ExpectedAbi &abi) {
   return !abi.arguments.empty();
 }
 
+// verify --load in text mode: each *_metadata() entry point's report, one
+// argument a line, as the JSON output has it.
+void print_metadata_text(const llvm::json::Array &metas) {
+  static const char *kKinds[] = {"scalar", "input", "output"};
+  static const char *kCodes[] = {"int", "uint", "float", "handle", "bfloat"};
+  for (const llvm::json::Value &v : metas) {
+    const llvm::json::Object &m = *v.getAsObject();
+    const llvm::json::Array &args = *m.getArray("arguments");
+    std::printf("%s: pipeline '%s', metadata version %lld, %zu arguments\n",
+                m.getString("symbol").value_or("").str().c_str(), m.getString("name").value_or("").str().c_str(),
+                static_cast<long long>(m.getInteger("version").value_or(0)), args.size());
+    for (const llvm::json::Value &av : args) {
+      const llvm::json::Object &a = *av.getAsObject();
+      std::int64_t kind = a.getInteger("kind").value_or(-1), code = a.getInteger("type_code").value_or(-1);
+      std::printf("  %-16s %-6s %s%lld, %lld dimensions\n", a.getString("name").value_or("").str().c_str(),
+                  kind >= 0 && kind < 3 ? kKinds[kind] : "?", code >= 0 && code < 5 ? kCodes[code] : "type",
+                  static_cast<long long>(a.getInteger("type_bits").value_or(0)),
+                  static_cast<long long>(a.getInteger("dimensions").value_or(0)));
+    }
+  }
+}
+
 int cmd_verify(int argc, char **argv) {
   using namespace hotlink::loader;
   VerifyOptions opts;
@@ -836,6 +911,8 @@ int cmd_verify(int argc, char **argv) {
   } else {
     std::printf("accepted %s (%zu exports%s%s)\n", artifact.c_str(), exports_list.size(),
                 load ? ", loaded" : "", opts.trusted_keys.empty() ? "" : ", signed by a trusted key");
+    if (const llvm::json::Array *m = out.getArray("metadata"))
+      print_metadata_text(*m);
   }
   if (!refusal)
     return kOk;
@@ -922,9 +999,12 @@ int cmd_cache(int argc, char **argv) {
     return rc0;
   if (config.dir.empty())
     return usage_error("missing --dir DIR", "cache");
+  config.create = false; // inspecting: a mistyped DIR must not become a cache
   auto opened = hotlink::cache::Cache::open(config);
-  if (!opened)
-    return print_error(opened.error(), json);
+  if (!opened) {
+    int rc = print_error(opened.error(), json);
+    return opened.error().code == hotlink::ErrorCode::InputNotFound ? kUsage : rc;
+  }
   hotlink::cache::Cache &cache = *opened.value();
   llvm::json::Object out{{"dir", cache.config().dir}, {"ok", true}};
   int rc = kOk;
@@ -1240,12 +1320,39 @@ int cmd_sign(int argc, char **argv) {
   return kOk;
 }
 
-int main(int argc, char **argv) {
+namespace {
+// `hotlink --version`: what a bug report needs.
+int print_version() {
+  std::printf("hotlink %s\n  lld:  %s\n  LLVM: %s\n  host: %s\n", hotlink::version().c_str(),
+              hotlink::lld_version().c_str(), hotlink::llvm_version().c_str(), hotlink::host_target().c_str());
+  return kOk;
+}
+} // namespace
+
+int main(int argc_in, char **argv_in) {
+  // @FILE arguments are replaced by FILE's contents, split and quoted as lld
+  // and GCC do (GNU rules: quotes, backslash escapes, nested @files).
+  llvm::BumpPtrAllocator alloc;
+  llvm::SmallVector<const char *, 64> expanded(argv_in, argv_in + argc_in);
+  llvm::cl::ExpansionContext rsp(alloc, llvm::cl::TokenizeGNUCommandLine);
+  if (llvm::Error e = rsp.expandResponseFiles(expanded)) {
+    std::fprintf(stderr, "hotlink: error: %s (hint: check the @FILE argument)\n",
+                 llvm::toString(std::move(e)).c_str());
+    return kUsage;
+  }
+  std::vector<char *> args;
+  for (const char *a : expanded)
+    args.push_back(const_cast<char *>(a));
+  int argc = static_cast<int>(args.size());
+  char **argv = args.data();
+
   if (argc < 2)
     return std::fputs(kTopHelp, stderr), kUsage;
   std::string cmd = argv[1];
   if (cmd == "-h" || cmd == "--help" || cmd == "help")
     return std::fputs(kTopHelp, stdout), kOk;
+  if (cmd == "--version" || cmd == "version")
+    return print_version();
   if (cmd == "link")
     return cmd_link(argc - 2, argv + 2);
   if (cmd == "exports")
