@@ -28,3 +28,7 @@ cmake --build "$work/build_c" > "$work/build_c.log"
 "$src/test/c_api_sample.sh" "$work/c_api_pc" "$clang" > "$work/c_api_pc.log"
 "$src/test/c_api_sample.sh" "$work/build_c/c_api" "$clang" > "$work/c_api_cmake.log"
 echo "C API: pkg-config and CMake builds of samples/c_api.c passed"
+
+# The Python package from the prefix, as the README tells a user to run it.
+PYTHONPATH="$work/prefix/lib/python3/dist-packages" /usr/bin/python3 -c \
+  "import hotlink; r = hotlink.link(['$work/k.o'], exports=['f']); assert r.exports == ['f'], r.exports; print('Python: linked', len(r.artifact), 'bytes')"

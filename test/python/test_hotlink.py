@@ -1,0 +1,169 @@
+"""The Python package as a user drives it: bytes in, bytes out, a cache,
+ctypes calls, hot reload, and hotlink.Error with hotlink's codes.
+
+Run by ctest (python.package) with /usr/bin/python3, PYTHONPATH pointing at
+the built package and HOTLINK_TEST_CLANG naming clang-22."""
+import ctypes
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import hotlink
+
+CLANG = os.environ.get("HOTLINK_TEST_CLANG", "clang-22")
+SCALE = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int)
+
+
+def kernel(factor: int) -> bytes:
+    """An object defining scale(x) = x * factor, and its scale_argv companion."""
+    src = (f"int scale(int x) {{ return x * {factor}; }}\n"
+           "int scale_argv(void **a) { *(int *)a[1] = scale(*(int *)a[0]); return 0; }\n")
+    return subprocess.run([CLANG, "-x", "c", "-O2", "-fPIC", "-c", "-", "-o", "-"],
+                          input=src.encode(), capture_output=True, check=True).stdout
+
+
+class Link(unittest.TestCase):
+    def test_bytes_in_bytes_out(self):
+        r = hotlink.link([kernel(3)])
+        self.assertIsInstance(r.artifact, bytes)
+        self.assertEqual(r.artifact[:4], b"\x7fELF")
+        self.assertEqual(r.exports, ["scale", "scale_argv"])
+        self.assertEqual(r.target, hotlink.host_target())
+        self.assertGreater(r.timings_ms["total"], 0)
+
+    def test_named_exports_and_an_output_path(self):
+        with tempfile.TemporaryDirectory() as d:
+            out = os.path.join(d, "libscale.so")
+            r = hotlink.link([("scale.o", kernel(2))], exports=["scale"], output=out)
+            self.assertIsNone(r.artifact)
+            self.assertEqual(r.path, out)
+            self.assertEqual(r.exports, ["scale"])
+            self.assertEqual(SCALE(ctypes.CDLL(out).scale)(21), 42)
+
+    def test_a_truncated_object_is_an_error_with_its_code(self):
+        with self.assertRaises(hotlink.Error) as caught:
+            hotlink.link([("truncated.o", kernel(1)[:40])])
+        e = caught.exception
+        self.assertEqual(e.code, "invalid-input")
+        self.assertEqual(e.input, "truncated.o")
+        self.assertIn("truncated.o", str(e))
+        self.assertTrue(e.hint)
+
+    def test_an_undefined_export_names_the_symbol(self):
+        with self.assertRaises(hotlink.Error) as caught:
+            hotlink.link([kernel(1)], exports=["not_there"])
+        self.assertEqual(caught.exception.code, "missing-export")
+        self.assertEqual(caught.exception.symbol, "not_there")
+
+
+class Load(unittest.TestCase):
+    def test_load_and_call_through_ctypes(self):
+        r = hotlink.link([kernel(5)])
+        with hotlink.load(r.artifact, "scale.so", expected=["scale"]) as lib:
+            self.assertEqual(SCALE(lib.symbol("scale"))(4), 20)
+            self.assertTrue(os.path.exists(lib.path))
+            with self.assertRaises(hotlink.Error) as caught:
+                lib.symbol("absent")
+            self.assertEqual(caught.exception.code, "missing-export")
+
+    def test_verification_refuses_before_mapping(self):
+        r = hotlink.link([kernel(5)])
+        with self.assertRaises(hotlink.Error) as caught:
+            hotlink.load(r.artifact, "scale.so", expected=["other"])
+        self.assertEqual(caught.exception.code, "missing-export")
+        with self.assertRaises(hotlink.Error) as caught:
+            hotlink.load(r.artifact, "scale.so", blake3="0" * 64)
+        self.assertEqual(caught.exception.code, "hash-mismatch")
+
+
+class Cache(unittest.TestCase):
+    def test_get_or_build_misses_once_then_hits_in_this_and_another_process(self):
+        with tempfile.TemporaryDirectory() as d:
+            cache = hotlink.Cache(os.path.join(d, "cache"))
+            calls = []
+
+            def produce():
+                calls.append(1)
+                return hotlink.link([kernel(7)])
+
+            first = cache.get_or_build("scale:v7", produce)
+            second = cache.get_or_build("scale:v7", produce)
+            self.assertFalse(first.hit)
+            self.assertTrue(second.hit)
+            self.assertEqual(len(calls), 1)
+            self.assertEqual(first.blake3, second.blake3)
+            lib = second.load()  # keep it: closing the Library unmaps the code
+            self.assertEqual(SCALE(lib.symbol("scale"))(3), 21)
+            # Another process with the same key: a hit, and no producer runs.
+            script = ("import hotlink, sys\n"
+                      "e = hotlink.Cache(sys.argv[1]).get_or_build('scale:v7', lambda: sys.exit(3))\n"
+                      "print('hit' if e.hit else 'miss')\n")
+            out = subprocess.run([sys.executable, "-c", script, os.path.join(d, "cache")],
+                                 capture_output=True, text=True, env=os.environ)
+            self.assertEqual(out.returncode, 0, out.stderr)
+            self.assertEqual(out.stdout.strip(), "hit")
+            self.assertEqual(cache.stats()["hits"], 2)
+
+    def test_a_producer_exception_comes_back_and_nothing_is_stored(self):
+        with tempfile.TemporaryDirectory() as d:
+            cache = hotlink.Cache(os.path.join(d, "cache"))
+
+            def fail():
+                raise ValueError("the JIT failed")
+
+            with self.assertRaises(ValueError):
+                cache.get_or_build("k", fail)
+            e = cache.get_or_build("k", lambda: hotlink.link([kernel(2)]))
+            self.assertFalse(e.hit)
+
+    def test_opening_a_missing_cache_without_create_makes_nothing(self):
+        with tempfile.TemporaryDirectory() as d:
+            with self.assertRaises(hotlink.Error) as caught:
+                hotlink.Cache(os.path.join(d, "typo"), create=False)
+            self.assertEqual(caught.exception.code, "input-not-found")
+            self.assertEqual(os.listdir(d), [])
+
+    def test_a_linker_with_a_cache_answers_the_second_link_from_it(self):
+        with tempfile.TemporaryDirectory() as d:
+            linker = hotlink.Linker(hotlink.Cache(d + "/c"))
+            obj = kernel(9)
+            self.assertEqual(linker.link([obj]).cache, "miss")
+            self.assertEqual(linker.link([obj]).cache, "hit")
+
+
+class Reload(unittest.TestCase):
+    def test_versions_swap_a_broken_one_is_refused_and_rollback_works(self):
+        module = hotlink.HotModule()
+        slot = module.entry("scale")
+        self.assertEqual(module.version, 0)
+        self.assertEqual(module.reload(hotlink.link([kernel(1)]).artifact, "scale.so"), 1)
+        with module.pin() as pin:
+            self.assertEqual(SCALE(pin.address("scale"))(6), 6)
+            self.assertEqual(pin.address(slot), pin.address("scale"))
+        self.assertEqual(module.reload(hotlink.link([kernel(2)]).artifact, "scale.so"), 2)
+        with module.pin() as pin:
+            self.assertEqual(pin.version, 2)
+            self.assertEqual(SCALE(pin.address("scale"))(6), 12)
+        lacking = hotlink.link([kernel(3)], exports=["scale_argv"]).artifact
+        with self.assertRaises(hotlink.Error) as caught:
+            module.reload(lacking, "scale.so")
+        self.assertEqual(caught.exception.code, "missing-export")
+        self.assertEqual(module.version, 2)
+        module.rollback()
+        self.assertEqual(module.version, 1)
+        self.assertEqual(SCALE(module.address("scale"))(6), 6)
+
+    def test_reload_from_a_path(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "libscale.so")
+            hotlink.link([kernel(4)], output=path)
+            module = hotlink.HotModule()
+            module.entry("scale")
+            module.reload(path)
+            self.assertEqual(SCALE(module.address("scale"))(2), 8)
+
+
+if __name__ == "__main__":
+    unittest.main()
