@@ -42,9 +42,9 @@ int fail(const hotlink::Error &e) {
 
 void busy(HotModule::Entry<int(int)> &work, int ms) {
   auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
-  volatile int sink = 0;
+  volatile unsigned sink = 0; // wraps: the sum is only kept alive
   while (std::chrono::steady_clock::now() < end)
-    sink = sink + work(100000);
+    sink = sink + static_cast<unsigned>(work(100000));
 }
 
 } // namespace
