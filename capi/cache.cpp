@@ -94,28 +94,12 @@ void hotlink_build_set_result(hotlink_build *b, const hotlink_result *r) {
       b->failure = capi::bad_argument("hotlink_build_set_result", "result");
       return;
     }
-    const LinkResult &res = r->result;
-    if (res.error) {
-      b->failure = *res.error;
+    auto artifact = cache_artifact(r->result); // a copy: the result stays the caller's
+    if (!artifact) {
+      b->failure = artifact.take_error();
       return;
     }
-    if (!res.artifact_path.empty()) {
-      b->failure = Error{ErrorCode::BadRequest,
-                         "the link published its artifact to a path; the cache stores bytes", res.artifact_path,
-                         {}, "link without an output path (hotlink_request_set_output(request, NULL))"};
-      return;
-    }
-    b->artifact = cache::Artifact{};
-    b->artifact.bytes = res.artifact;
-    b->artifact.name = res.artifact_name;
-    b->artifact.target = res.target;
-    b->artifact.exports = res.exports;
-    const std::string &n = res.artifact_name;
-    if (n.size() > 4 && n.compare(n.size() - 4, 4, ".dll") == 0)
-      b->artifact.def = res.export_file; // COFF: the .def it was linked with
-    b->artifact.implib = res.implib;
-    b->artifact.pdb = res.pdb;
-    b->artifact.linker_version = lld_version();
+    b->artifact = std::move(*artifact);
     b->has_artifact = true;
   });
 }

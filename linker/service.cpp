@@ -1,5 +1,7 @@
 #include "linker/service.h"
 
+#include "llvm/ADT/StringRef.h"
+
 #include "linker/llvm_options.h"
 #include "linker/plan.h"
 #include "linker/support.h"
@@ -361,6 +363,25 @@ LinkService::~LinkService() {
   impl_->qcv.notify_all();
   for (std::thread &t : impl_->dispatchers)
     t.join();
+}
+
+Expected<cache::Artifact> cache_artifact(LinkResult result) {
+  if (result.error)
+    return std::move(*result.error);
+  if (!result.artifact_path.empty())
+    return make_error(ErrorCode::BadRequest, "the link published its artifact to a path; the cache stores bytes",
+                      result.artifact_path, {}, "link without an output path");
+  cache::Artifact a;
+  a.bytes = std::move(result.artifact);
+  a.implib = std::move(result.implib);
+  a.pdb = std::move(result.pdb);
+  a.name = result.artifact_name;
+  a.target = result.target;
+  a.exports = std::move(result.exports);
+  if (llvm::StringRef(a.name).ends_with_insensitive(".dll"))
+    a.def = result.export_file; // COFF: the .def it was linked with
+  a.linker_version = lld_version();
+  return a;
 }
 
 LinkResult LinkService::link(const LinkRequest &request) {

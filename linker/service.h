@@ -69,6 +69,13 @@ struct ServiceStats {
 // that matters.
 std::optional<Error> set_host_llvm_options(const std::vector<std::string> &args);
 
+// What a producer given to cache::Cache::get_or_build with a key of the
+// caller's returns for a link made without an output path: the bytes, the
+// file name, target, exports and COFF companions. A failed link's error is
+// returned as is; a link that published to a path is a BadRequest (the
+// cache stores bytes).
+Expected<cache::Artifact> cache_artifact(LinkResult result);
+
 class LinkService {
 public:
   explicit LinkService(ServiceConfig config = {});

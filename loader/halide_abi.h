@@ -1,12 +1,13 @@
 // The Halide filter-metadata ABI, as f_metadata() returns it (Halide's
 // HalideRuntime.h, halide_filter_metadata_t version 1). Kept as C layout so
 // that the loader can read what a JIT-compiled pipeline reports about
-// itself.
+// itself. In a namespace of hotlink's, so that a host may include Halide.h
+// and hotlink's headers in one file, in either order.
 #pragma once
 
 #include <cstdint>
 
-extern "C" {
+namespace hotlink::loader::halide_abi {
 
 struct halide_type_t {
   std::uint8_t code; // 0 int, 1 uint, 2 float, 3 handle, 4 bfloat
@@ -32,4 +33,4 @@ struct halide_filter_metadata_t {
   const char *target;
   const char *name;
 };
-}
+} // namespace hotlink::loader::halide_abi

@@ -1,4 +1,5 @@
 #include "loader/loader.h"
+#include "loader/halide_abi.h"
 #include "loader/platform.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -144,7 +145,7 @@ Expected<Verified> verify(const std::vector<std::uint8_t> &bytes, const std::str
 
 std::optional<Error> check_abi(const Library &lib, const std::string &metadata_symbol,
                                const ExpectedAbi &expected) {
-  auto fn = reinterpret_cast<const halide_filter_metadata_t *(*)()>(lib.symbol(metadata_symbol));
+  auto fn = reinterpret_cast<const hotlink::loader::halide_abi::halide_filter_metadata_t *(*)()>(lib.symbol(metadata_symbol));
   auto bad = [&](std::string what, std::string symbol = {}) {
     return make_error(ErrorCode::AbiMismatch, std::move(what), lib.name(),
                       symbol.empty() ? metadata_symbol : symbol,
@@ -152,7 +153,7 @@ std::optional<Error> check_abi(const Library &lib, const std::string &metadata_s
   };
   if (!fn)
     return bad("the artifact has no " + metadata_symbol + "()");
-  const halide_filter_metadata_t *m = fn();
+  const hotlink::loader::halide_abi::halide_filter_metadata_t *m = fn();
   if (!m)
     return bad(metadata_symbol + "() returned null");
   if (m->version != expected.version)
@@ -164,7 +165,7 @@ std::optional<Error> check_abi(const Library &lib, const std::string &metadata_s
   if (m->num_arguments > 0 && !m->arguments)
     return bad("metadata lists arguments but no argument table");
   for (int i = 0; i < m->num_arguments; ++i) {
-    const halide_filter_argument_t &a = m->arguments[i];
+    const hotlink::loader::halide_abi::halide_filter_argument_t &a = m->arguments[i];
     const AbiArgument &w = expected.arguments[i];
     std::string name = a.name ? a.name : "";
     std::string where = "argument " + std::to_string(i) + " ('" + name + "')";

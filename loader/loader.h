@@ -24,7 +24,6 @@
 #include "exports/error.h"
 #include "loader/signature.h"
 #include "exports/symbols.h"
-#include "loader/halide_abi.h"
 
 #include <cstdint>
 #include <memory>

@@ -159,20 +159,8 @@ struct Library {
 
 cache::Artifact artifact_of(const py::handle &produced) {
   cache::Artifact a;
-  if (py::isinstance<Result>(produced)) {
-    const LinkResult &r = produced.cast<const Result &>().r;
-    if (!r.artifact_path.empty())
-      raise(make_error(ErrorCode::BadRequest, "the producer's link wrote its artifact to a path", r.artifact_path,
-                       {}, "link without output= so the cache gets the bytes"));
-    a.bytes = r.artifact;
-    a.name = r.artifact_name;
-    a.target = r.target;
-    a.exports = r.exports;
-    a.implib = r.implib;
-    a.pdb = r.pdb;
-    a.linker_version = lld_version();
-    return a;
-  }
+  if (py::isinstance<Result>(produced))
+    return take(cache_artifact(produced.cast<const Result &>().r));
   if (py::isinstance<py::bytes>(produced)) {
     a.bytes = bytes_of(produced.cast<py::bytes>());
     a.name = "artifact.so";

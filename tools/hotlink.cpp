@@ -12,6 +12,7 @@
 #include "linker/linker.h"
 #include "linker/service.h"
 #include "loader/loader.h"
+#include "loader/halide_abi.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -873,8 +874,8 @@ int cmd_verify(int argc, char **argv) {
       for (const std::string &m : meta_syms) {
         if (refusal)
           break;
-        auto fn = reinterpret_cast<const halide_filter_metadata_t *(*)()>(lib.value()->symbol(m));
-        const halide_filter_metadata_t *md = fn ? fn() : nullptr;
+        auto fn = reinterpret_cast<const hotlink::loader::halide_abi::halide_filter_metadata_t *(*)()>(lib.value()->symbol(m));
+        const hotlink::loader::halide_abi::halide_filter_metadata_t *md = fn ? fn() : nullptr;
         if (!md || (md->num_arguments > 0 && !md->arguments) || md->num_arguments < 0) {
           refusal = hotlink::make_error(hotlink::ErrorCode::AbiMismatch, "returns malformed metadata", artifact, m);
           break;
