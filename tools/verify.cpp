@@ -1,0 +1,227 @@
+// hotlink verify: the loader's checks on an artifact, and with --load its
+// Halide metadata.
+#include "tools/cli.h"
+
+#include "loader/halide_abi.h"
+#include "loader/loader.h"
+#include "loader/signature.h"
+
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdio>
+
+namespace hotlink::cli {
+
+namespace {
+
+bool parse_unsigned(const std::string &s, unsigned long &out) {
+  if (s.empty() || s.size() > 9 || s.find_first_not_of("0123456789") != std::string::npos)
+    return false;
+  out = std::stoul(s);
+  return true;
+}
+
+bool parse_abi(const std::string &spec, hotlink::loader::ExpectedAbi &abi) {
+  std::size_t pos = 0;
+  while (pos <= spec.size() && !spec.empty()) {
+    std::size_t end = spec.find(',', pos);
+    std::string item = spec.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
+    std::vector<std::string> f;
+    std::size_t p = 0;
+    for (std::size_t c; (c = item.find(':', p)) != std::string::npos; p = c + 1)
+      f.push_back(item.substr(p, c - p));
+    f.push_back(item.substr(p));
+    if (f.size() != 5 || f[0].empty())
+      return false;
+    hotlink::loader::AbiArgument a;
+    a.name = f[0];
+    unsigned long v[4];
+    for (int i = 0; i < 4; ++i)
+      if (!parse_unsigned(f[i + 1], v[i]))
+        return false;
+    a.kind = static_cast<int>(v[0]);
+    a.dimensions = static_cast<int>(v[1]);
+    a.type_code = static_cast<int>(v[2]);
+    a.type_bits = static_cast<int>(v[3]);
+    abi.arguments.push_back(a);
+    if (end == std::string::npos)
+      break;
+    pos = end + 1;
+  }
+  return !abi.arguments.empty();
+}
+
+// verify --load in text mode: each *_metadata() entry point's report, one
+// argument a line, as the JSON output has it.
+void print_metadata_text(const llvm::json::Array &metas) {
+  static const char *kKinds[] = {"scalar", "input", "output"};
+  static const char *kCodes[] = {"int", "uint", "float", "handle", "bfloat"};
+  for (const llvm::json::Value &v : metas) {
+    const llvm::json::Object &m = *v.getAsObject();
+    const llvm::json::Array &args = *m.getArray("arguments");
+    std::printf("%s: pipeline '%s', metadata version %lld, %zu arguments\n",
+                m.getString("symbol").value_or("").str().c_str(), m.getString("name").value_or("").str().c_str(),
+                static_cast<long long>(m.getInteger("version").value_or(0)), args.size());
+    for (const llvm::json::Value &av : args) {
+      const llvm::json::Object &a = *av.getAsObject();
+      std::int64_t kind = a.getInteger("kind").value_or(-1), code = a.getInteger("type_code").value_or(-1);
+      std::printf("  %-16s %-6s %s%lld, %lld dimensions\n", a.getString("name").value_or("").str().c_str(),
+                  kind >= 0 && kind < 3 ? kKinds[kind] : "?", code >= 0 && code < 5 ? kCodes[code] : "type",
+                  static_cast<long long>(a.getInteger("type_bits").value_or(0)),
+                  static_cast<long long>(a.getInteger("dimensions").value_or(0)));
+    }
+  }
+}
+
+} // namespace
+
+int verify(int argc, char **argv) {
+  using namespace hotlink::loader;
+  Command cmd("verify", "hotlink verify ARTIFACT [options]",
+              "Checks ARTIFACT the way the loader does before mapping it: a shared object of this\n"
+              "host's format and architecture, with the expected exports, the expected hash, and no\n"
+              "import this process cannot resolve.",
+              "exit codes: 0 accepted, 1 refused (the reason is named), 2 bad usage.");
+  VerifyOptions opts;
+  std::string artifact, metadata, abi_spec, signature_path;
+  std::vector<std::string> trusted;
+  bool load = false, json = false;
+  CLI::App &app = cmd.app;
+  app.add_option("artifact", artifact, "the shared object, DLL, dylib or wasm module")->type_name("ARTIFACT");
+  app.add_option("--expect", opts.expected_exports, "require export NAME (repeatable)")
+      ->allow_extra_args(false)->type_name("NAME");
+  app.add_option("--sha256", opts.sha256, "require this SHA-256 of the bytes")->type_name("HEX");
+  app.add_option("--blake3", opts.blake3, "require this BLAKE3 of the bytes")->type_name("HEX");
+  app.add_flag("--load", load,
+               "also map a private copy and print every *_metadata() entry point's Halide metadata");
+  app.add_option("--abi", abi_spec,
+                 "with --load: require this argument list, e.g. input:1:2:1:8,scale:0:0:2:32 "
+                 "(name:kind:dims:code:bits)")
+      ->type_name("SPEC");
+  app.add_option("--metadata", metadata, "the metadata entry point for --abi (default: the only *_metadata export)")
+      ->type_name("SYMBOL");
+  app.add_option("--trusted-key", trusted,
+                 "require a signature by PUB (repeatable: any of them); the artifact must match the signed "
+                 "BLAKE3, size and exports")
+      ->allow_extra_args(false)->type_name("PUB");
+  app.add_option("--signature", signature_path,
+                 "the signed statement (default: ARTIFACT.sig, as written by `hotlink sign`)")
+      ->type_name("FILE");
+  app.add_flag("--json", json, "print the result as JSON");
+  if (int rc = cmd.parse(argc, argv); rc >= 0)
+    return rc;
+  for (const std::string &t : trusted) {
+    auto k = hotlink::signature::read_public_key(t);
+    if (!k)
+      return print_error(k.error(), json);
+    opts.trusted_keys.push_back(k.value());
+  }
+  if (artifact.empty())
+    return usage_error("no artifact", "verify");
+  if (!opts.sha256.empty() && !opts.blake3.empty())
+    return usage_error("give --sha256 or --blake3, not both", "verify");
+  for (const std::string *h : {&opts.sha256, &opts.blake3})
+    if (!h->empty() && (h->size() != 64 || h->find_first_not_of("0123456789abcdefABCDEF") != std::string::npos))
+      return usage_error("a hash is 64 hex digits, not '" + *h + "'", "verify");
+  ExpectedAbi abi;
+  if (!abi_spec.empty() && !parse_abi(abi_spec, abi))
+    return usage_error("--abi takes name:kind:dims:code:bits[,...], not '" + abi_spec + "'", "verify");
+  if (!abi_spec.empty() && !load)
+    return usage_error("--abi needs --load (the metadata is read from the mapped image)", "verify");
+
+  if (!signature_path.empty() && opts.trusted_keys.empty())
+    return usage_error("--signature needs --trusted-key (the keys whose signature counts)", "verify");
+  llvm::json::Object out{{"artifact", artifact}};
+  std::optional<hotlink::Error> refusal;
+  std::vector<std::string> exports_list;
+  llvm::json::Array metas;
+  auto bytes = read_artifact_file(artifact);
+  if (bytes && !opts.trusted_keys.empty()) {
+    if (signature_path.empty())
+      signature_path = artifact + ".sig";
+    auto text = read_text_file(signature_path);
+    if (!text)
+      refusal = hotlink::make_error(hotlink::ErrorCode::Unsigned,
+                                    "has no signature: cannot read " + signature_path, artifact,
+                                    "--signature", "sign it with `hotlink sign --key KEY " + artifact +
+                                                       "`, or name its statement with --signature");
+    else
+      opts.statement = text.value();
+  }
+  if (refusal) {
+  } else if (!bytes) {
+    refusal = bytes.error();
+  } else if (auto v = verify(bytes.value(), artifact, opts); !v) {
+    refusal = v.error();
+  } else {
+    exports_list = v->info.exports;
+    if (!v->signer.empty())
+      out["signer"] = v->signer;
+    out["sha256"] = v->sha256.empty() ? sha256_hex(bytes.value()) : v->sha256;
+    out["blake3"] = v->blake3.empty() ? blake3_hex(bytes.value()) : v->blake3;
+    if (load) {
+      auto lib = load_private(bytes.value(), artifact);
+      if (!lib)
+        refusal = lib.error();
+      std::vector<std::string> meta_syms;
+      for (const std::string &e : exports_list)
+        if (e.size() > 9 && e.compare(e.size() - 9, 9, "_metadata") == 0)
+          meta_syms.push_back(e);
+      if (!refusal && !abi_spec.empty()) {
+        if (metadata.empty() && meta_syms.size() == 1)
+          metadata = meta_syms[0];
+        if (metadata.empty())
+          return usage_error("name the metadata entry point with --metadata", "verify");
+        refusal = check_abi(*lib.value(), metadata, abi);
+      }
+      for (const std::string &m : meta_syms) {
+        if (refusal)
+          break;
+        auto fn = reinterpret_cast<const hotlink::loader::halide_abi::halide_filter_metadata_t *(*)()>(lib.value()->symbol(m));
+        const hotlink::loader::halide_abi::halide_filter_metadata_t *md = fn ? fn() : nullptr;
+        if (!md || (md->num_arguments > 0 && !md->arguments) || md->num_arguments < 0) {
+          refusal = hotlink::make_error(hotlink::ErrorCode::AbiMismatch, "returns malformed metadata", artifact, m);
+          break;
+        }
+        llvm::json::Array args;
+        for (int i = 0; i < md->num_arguments; ++i) {
+          const auto &a = md->arguments[i];
+          // std::string copies: the strings live in the image, which is
+          // unmapped before the JSON is printed.
+          args.push_back(llvm::json::Object{{"name", std::string(a.name ? a.name : "")}, {"kind", a.kind},
+                                            {"dimensions", a.dimensions}, {"type_code", int(a.type.code)},
+                                            {"type_bits", int(a.type.bits)}});
+        }
+        metas.push_back(llvm::json::Object{{"symbol", m}, {"version", md->version},
+                                           {"name", std::string(md->name ? md->name : "")},
+                                           {"arguments", std::move(args)}});
+      }
+    }
+  }
+  out["ok"] = !refusal;
+  llvm::json::Array ex;
+  for (const std::string &e : exports_list)
+    ex.push_back(e);
+  out["exports"] = std::move(ex);
+  if (load)
+    out["metadata"] = std::move(metas);
+  if (refusal)
+    out["error"] = error_json(*refusal);
+  if (json) {
+    llvm::outs() << llvm::formatv("{0:2}", llvm::json::Value(std::move(out))) << "\n";
+    llvm::outs().flush();
+  } else if (refusal) {
+    std::fprintf(stderr, "hotlink: refused: %s\n", refusal->to_string().c_str());
+  } else {
+    std::printf("accepted %s (%zu exports%s%s)\n", artifact.c_str(), exports_list.size(),
+                load ? ", loaded" : "", opts.trusted_keys.empty() ? "" : ", signed by a trusted key");
+    if (const llvm::json::Array *m = out.getArray("metadata"))
+      print_metadata_text(*m);
+  }
+  if (!refusal)
+    return kOk;
+  return refusal->code == hotlink::ErrorCode::InputNotFound ? kUsage : kFailed;
+}
+
+} // namespace hotlink::cli
