@@ -74,6 +74,8 @@ bool is_machinery(std::string_view c, std::string_view sym, Format f) {
   for (const char *s : {"_NULL_THUNK_DATA", "_iname"}) // kernel32_NULL_THUNK_DATA
     if (ends(c, s))
       return true;
+  if (f == Format::COFF && (c == "do_pseudo_reloc" || c == "impure_ptr"))
+    return true; // mingw-w64's runtime, as lld's MinGW auto-export leaves them
   // Every machinery name below starts with '_', '?' or 'D' (DllMain...):
   // most user symbols are ruled out by their first byte.
   auto may = [](std::string_view s) { return !s.empty() && (s[0] == '_' || s[0] == '?' || s[0] == 'D'); };
@@ -82,12 +84,14 @@ bool is_machinery(std::string_view c, std::string_view sym, Format f) {
   for (const char *p : {"__imp_", "__IMPORT_DESCRIPTOR_", "__NULL_IMPORT_DESCRIPTOR",
                         "_head_", "__real@", "__xmm@", "__ymm@", "__zmm@",
                         "??_G", "??_E", "__rtti_", "__builtin_", "__nm_",
-                        "__real_", "__wrap_", "__guard_", "__security_"})
+                        "__real_", "__wrap_", "__guard_", "__security_",
+                        "_CRT_", "__dyn_tls_", "__RUNTIME_PSEUDO_RELOC_LIST", "_pei386_runtime_relocator"})
     if (starts(c, p) || starts(sym, p))
       return true;
   if (f == Format::COFF)
-    for (const char *n : {"DllMain", "DllEntryPoint", "DllMainCRTStartup",
-                          "_fltused", "__chkstk", "_tls_used", "_tls_index"})
+    for (const char *n : {"DllMain", "DllEntryPoint", "DllMainCRTStartup", "_DllMainCRTStartup",
+                          "_fltused", "__chkstk", "_tls_used", "_tls_index", "_tls_start", "_tls_end",
+                          "__do_global_ctors", "__do_global_dtors", "__main", "__dso_handle"})
       if (c == n)
         return true;
   return false;
@@ -175,6 +179,11 @@ Expected<std::vector<Export>> select_exports(const std::vector<ObjectInfo> &inpu
   };
   auto exportable = [&](const Candidate &c) {
     if (is_machinery(c.c_name, c.sym->name, format))
+      return false;
+    // A DLL cannot export a thread-local variable: its address differs per
+    // thread and an import would name one slot (lld's MinGW auto-export
+    // leaves them out too). ELF and Mach-O can export TLS, and do.
+    if (format == Format::COFF && c.sym->tls)
       return false;
     if (!c.sym->function && !c.sym->data)
       return false; // absolute symbols (@feat.00), section-less markers

@@ -162,6 +162,29 @@ FileKind kind_of(const ObjectFile &o) {
   return FileKind::Other;
 }
 
+// Whether a section holds thread-local variables: ELF SHF_TLS, COFF .tls$*,
+// Mach-O's thread-local section types.
+bool section_thread_local(const ObjectFile &o, const SectionRef &sec) {
+  if (isa<ELFObjectFileBase>(&o))
+    return ELFSectionRef(sec).getFlags() & ELF::SHF_TLS;
+  if (auto *c = dyn_cast<COFFObjectFile>(&o)) {
+    auto name = c->getSectionName(c->getCOFFSection(sec));
+    if (!name) {
+      consumeError(name.takeError());
+      return false;
+    }
+    return *name == ".tls" || name->starts_with(".tls$");
+  }
+  if (auto *m = dyn_cast<MachOObjectFile>(&o)) {
+    unsigned type = (m->is64Bit() ? m->getSection64(sec.getRawDataRefImpl()).flags
+                                  : m->getSection(sec.getRawDataRefImpl()).flags) &
+                    MachO::SECTION_TYPE;
+    return type == MachO::S_THREAD_LOCAL_REGULAR || type == MachO::S_THREAD_LOCAL_ZEROFILL ||
+           type == MachO::S_THREAD_LOCAL_VARIABLES;
+  }
+  return false;
+}
+
 bool section_writable(const ObjectFile &o, const SectionRef &sec) {
   if (isa<ELFObjectFileBase>(&o))
     return ELFSectionRef(sec).getFlags() & ELF::SHF_WRITE;
@@ -234,7 +257,7 @@ Error invalid(const std::string &name, std::string why) {
 // JIT object can carry 10^5 symbols in a handful of sections, and LLVM's
 // generic getSection() re-reads the section table on every call.
 struct SectionProps {
-  bool text = false, data = false, bss = false, writable = false;
+  bool text = false, data = false, bss = false, writable = false, tls = false;
 };
 
 class SectionTable {
@@ -246,7 +269,8 @@ public:
       std::uint64_t i = sec.getIndex();
       if (i >= props_.size())
         props_.resize(i + 1);
-      props_[i] = {sec.isText(), sec.isData(), sec.isBSS(), section_writable(*obj, sec)};
+      props_[i] = {sec.isText(), sec.isData(), sec.isBSS(), section_writable(*obj, sec),
+                   section_thread_local(*obj, sec)};
     }
   }
   // The properties of section `index` (as SectionRef::getIndex numbers it).
@@ -437,6 +461,7 @@ Expected<bool> collect(const SymbolicFile &f, const std::string &member,
         if (!sym.function && (*type == SymbolRef::ST_Data || sec.data || sec.bss))
           sym.data = true;
         sym.writable = sec.writable;
+        sym.tls = sec.tls;
         if (auto *w = dyn_cast<WasmObjectFile>(obj)) {
           // wasm memory is all writable; the toolchain marks constants by
           // placing them in .rodata.* data segments.

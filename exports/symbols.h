@@ -29,6 +29,7 @@ struct Symbol {
   bool function = false;
   bool data = false;     // an object (variable or constant)
   bool writable = false; // defined in a writable section
+  bool tls = false;      // a thread-local variable (.tdata/.tbss, .tls$, __thread_*)
   bool hidden = false;   // hidden/internal visibility (ELF) or private
                          // extern (Mach-O): cannot be exported
   std::string member;    // archive member it came from, empty for objects

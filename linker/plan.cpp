@@ -857,12 +857,29 @@ private:
     std::vector<Arg> &a = job.args;
     for (const std::string &lib : req_.libraries) {
       bool path_like = lib.find('/') != std::string::npos;
-      if (path_like)
+      if (path_like) {
         a.push_back(plain(lib));
-      else if (coff())
-        a.push_back(plain(llvm::sys::path::has_extension(lib) ? lib : lib + ".lib"));
-      else
+      } else if (coff()) {
+        std::vector<std::string> looked;
+        std::string path = find_coff_library(lib, req_.library_paths, req_.sysroot, plan_.target.arch, &looked);
+        if (path.empty() && !library_error_) {
+          std::string where;
+          for (const std::string &d : looked)
+            where += (where.empty() ? "" : ", ") + d;
+          library_error_ = make_error(
+              ErrorCode::InputNotFound,
+              "library '" + lib + "' not found (looked for lib" + lib + ".dll.a, lib" + lib + ".a, " + lib +
+                  ".lib" + (where.empty() ? "" : " in " + where) + ")",
+              {}, "-l " + lib,
+              req_.sysroot.empty() ? "add its folder with -L DIR, or give a sysroot (--sysroot /usr/" +
+                                         std::string(plan_.target.arch == exports::Arch::X86 ? "i686" : "x86_64") +
+                                         "-w64-mingw32)"
+                                   : "add its folder with -L DIR, or name the file");
+        }
+        a.push_back(plain(path.empty() ? lib + ".lib" : path));
+      } else {
         a.push_back(plain("-l" + lib));
+      }
       if (digest_)
         fingerprint_library(lib);
     }
@@ -892,6 +909,8 @@ private:
   }
 
   std::optional<Error> extra_flags() {
+    if (library_error_)
+      return std::move(library_error_);
     if (thunk_error_)
       return std::move(thunk_error_);
     for (const std::string &f : req_.extra_flags)
@@ -905,13 +924,15 @@ private:
     std::string found;
     if (lib.find('/') != std::string::npos) {
       found = lib;
+    } else if (coff()) {
+      found = find_coff_library(lib, req_.library_paths, req_.sysroot, plan_.target.arch);
     } else {
       std::vector<std::string> names;
       switch (plan_.target.format) {
       case Format::ELF: names = {"lib" + lib + ".so", "lib" + lib + ".a"}; break;
-      case Format::COFF: names = {lib, lib + ".lib", "lib" + lib + ".a"}; break;
       case Format::MachO: names = {"lib" + lib + ".tbd", "lib" + lib + ".dylib", "lib" + lib + ".a"}; break;
       case Format::Wasm: names = {"lib" + lib + ".a"}; break;
+      case Format::COFF: break; // above
       case Format::Unknown: break;
       }
       std::vector<std::string> dirs = req_.library_paths;
@@ -945,6 +966,7 @@ private:
   std::shared_ptr<const RuntimeEnvironment> env_;
   std::shared_ptr<const RuntimeLink> runtime_;
   std::optional<Error> thunk_error_;
+  std::optional<Error> library_error_; // a COFF -l that names no file
 };
 
 #undef HOTLINK_STEP

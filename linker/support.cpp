@@ -103,13 +103,33 @@ const char *kChkstkArm64 = R"(
 )";
 
 std::string fltused_name(Arch a) { return a == Arch::X86 ? "__fltused" : "_fltused"; }
+std::string tls_index_name(Arch a) { return a == Arch::X86 ? "__tls_index" : "_tls_index"; }
+
+// What MSVC's static CRT (tlssup.obj) gives a DLL with thread-local
+// variables: the index the loader fills in, the bounds of the .tls section
+// (lld orders .tls, .tls$..., .tls$ZZZ by name, so _tls_start comes first
+// and _tls_end last), an empty TLS callback list and the TLS directory
+// `_tls_used`, which lld-link points the PE's TLS data directory at.
+std::string tls_source(Arch a) {
+  std::string p = a == Arch::X86 ? "_" : "";           // i386 C names carry a '_'
+  std::string word = a == Arch::X86 ? ".long" : ".quad"; // a pointer
+  std::string align = a == Arch::X86 ? "2" : "3";
+  return ".section .tls,\"dw\"\n.globl " + p + "_tls_start\n" + p + "_tls_start:\n.byte 0\n"
+         ".section .tls$ZZZ,\"dw\"\n.globl " + p + "_tls_end\n" + p + "_tls_end:\n.byte 0\n"
+         ".section .CRT$XLA,\"dr\"\n.p2align " + align + "\n" + p + "__xl_a:\n" + word + " 0\n"
+         ".section .CRT$XLZ,\"dr\"\n.p2align " + align + "\n" + p + "__xl_z:\n" + word + " 0\n"
+         ".data\n.globl " + p + "_tls_index\n.p2align 2\n" + p + "_tls_index:\n.long 0\n"
+         ".section .rdata$T,\"dr\"\n.globl " + p + "_tls_used\n.p2align " + align + "\n" + p + "_tls_used:\n" +
+         word + " " + p + "_tls_start\n" + word + " " + p + "_tls_end\n" + word + " " + p + "_tls_index\n" +
+         word + " " + p + "__xl_a+" + (a == Arch::X86 ? "4" : "8") + "\n.long 0\n.long 0\n";
+}
 
 } // namespace
 
 std::vector<std::string> support_symbols(const TargetInfo &target) {
   if (target.format != Format::COFF)
     return {};
-  return {fltused_name(target.arch), "__chkstk"};
+  return {fltused_name(target.arch), "__chkstk", tls_index_name(target.arch)};
 }
 
 Expected<std::vector<std::uint8_t>> assemble(const std::string &triple_name,
@@ -187,6 +207,8 @@ Expected<std::vector<std::uint8_t>> support_object(const TargetInfo &target,
   std::string source;
   if (symbol == fltused_name(target.arch)) {
     source = fltused_source(symbol);
+  } else if (symbol == tls_index_name(target.arch)) {
+    source = tls_source(target.arch);
   } else if (symbol == "__chkstk") {
     source = coff_function_header(symbol);
     switch (target.arch) {

@@ -235,6 +235,43 @@ bool is_crt_name(const std::string &n) {
 
 } // namespace
 
+std::string find_coff_library(const std::string &name, const std::vector<std::string> &library_paths,
+                              const std::string &sysroot, Arch arch, std::vector<std::string> *looked) {
+  if (name.find('/') != std::string::npos)
+    return name;
+  std::vector<std::string> dirs = library_paths;
+  if (!sysroot.empty())
+    if (auto layout = detect(sysroot, arch))
+      dirs.insert(dirs.end(), layout->dirs.begin(), layout->dirs.end());
+  std::vector<std::string> candidates;
+  if (llvm::sys::path::has_extension(name))
+    candidates = {name};
+  else
+    candidates = {"lib" + name + ".dll.a", name + ".dll.a", "lib" + name + ".a", name + ".lib",
+                  "lib" + name + ".lib"};
+  for (const std::string &dir : dirs) {
+    if (looked)
+      looked->push_back(dir);
+    for (const std::string &c : candidates)
+      if (llvm::sys::fs::is_regular_file(dir + "/" + c))
+        return dir + "/" + c;
+  }
+  return {};
+}
+
+std::string sysroot_library_defining(const std::string &sysroot, Arch arch, const std::string &symbol) {
+  auto layout = detect(sysroot, arch);
+  if (!layout || symbol.empty())
+    return {};
+  for (const auto &[file, path] : layout->files) {
+    std::string unused;
+    auto index = archive_index(path, unused);
+    if (index && (index->symbols.count(symbol) || index->symbols.count("__imp_" + symbol)))
+      return llvm::sys::path::filename(path).str();
+  }
+  return {};
+}
+
 Expected<WindowsLibraries> plan_windows_libraries(const TargetInfo &tgt, const LinkRequest &req,
                                                   const std::vector<exports::ObjectInfo> &inputs,
                                                   const std::vector<std::string> &names,
@@ -335,11 +372,7 @@ Expected<WindowsLibraries> plan_windows_libraries(const TargetInfo &tgt, const L
   // (and may need thunks too); only the sysroot's are reported as used.
   std::vector<std::string> scan;
   for (const std::string &lib : req.libraries) {
-    std::string path = lib.find('/') != std::string::npos ? lib : layout->find(lib);
-    for (const std::string &dir : req.library_paths)
-      for (const std::string &f : {dir + "/" + lib, dir + "/" + lib + ".lib", dir + "/lib" + lib + ".a"})
-        if (path.empty() && llvm::sys::fs::is_regular_file(f))
-          path = f;
+    std::string path = find_coff_library(lib, req.library_paths, req.sysroot, tgt.arch);
     if (!path.empty())
       scan.push_back(path);
   }

@@ -29,6 +29,22 @@ struct WindowsLibraries {
   std::vector<std::string> fingerprints; // path, size and mtime of each library
 };
 
+// Where `-l NAME` is for a COFF link, in the order a mingw driver looks:
+// NAME itself when it is a path; else in each -L folder, then the
+// sysroot's library folders (when a sysroot is given), the first of
+// libNAME.dll.a, NAME.dll.a, libNAME.a, NAME.lib, libNAME.lib (NAME alone
+// when it already has an extension). Empty when none exists; `looked`
+// receives the folders searched.
+std::string find_coff_library(const std::string &name, const std::vector<std::string> &library_paths,
+                              const std::string &sysroot, exports::Arch arch,
+                              std::vector<std::string> *looked = nullptr);
+
+// The library of `sysroot` (a mingw-w64 or MSVC layout) whose symbol table
+// defines `symbol` or its __imp_ entry, as a file name ("libmingwex.a");
+// empty when none does. Reads every library's symbol table once per
+// process (for an error message: only failing links pay it).
+std::string sysroot_library_defining(const std::string &sysroot, exports::Arch arch, const std::string &symbol);
+
 // `inputs[i]` was read from the input named `names[i]`. `provided` are
 // symbols hotlink's support objects define.
 Expected<WindowsLibraries> plan_windows_libraries(const TargetInfo &target,

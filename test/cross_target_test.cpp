@@ -329,6 +329,108 @@ TEST(WindowsDll, KernelCallingCrtAndWin32RunsUnderWine) {
   }
 }
 
+// A host .exe without a C runtime (entry `start`, kernel32), linked by
+// hotlink against the mingw-w64 sysroot.
+std::string link_host_exe(LinkService &svc, const std::string &source, const std::string &dir) {
+  LinkRequest host;
+  host.target = kWin64;
+  host.inputs.push_back(
+      Input::memory("host.obj", test::compile_c(kWin64, source_file(source), {"-ffreestanding", "-fno-builtin"})));
+  host.sysroot = HOTLINK_TEST_MINGW_SYSROOT;
+  host.executable = true;
+  host.entry = "start";
+  host.exports = ExportPolicy::none();
+  host.output_path = dir + "/host.exe";
+  LinkResult h = svc.link(host);
+  EXPECT_TRUE(h.ok()) << h.error->to_string();
+  return host.output_path;
+}
+
+// Thread-local variables: hotlink supplies what MSVC's static CRT would
+// (_tls_index and the TLS directory), `all` does not export the variable,
+// and two threads under Wine each count on their own.
+TEST(WindowsDll, ThreadLocalCountersArePerThreadUnderWine) {
+  LinkService svc;
+  std::string dir = test::temp_dir();
+  link_host_exe(svc, "tls_host.c", dir);
+  LinkRequest req;
+  req.target = kWin64;
+  req.inputs.push_back(Input::memory(
+      "tls.obj", test::compile_c(kWin64, "__declspec(thread) int counter;\n"
+                                         "int bump(void) { return ++counter; }\n"
+                                         "int shared_total = 0;\n")));
+  req.exports = ExportPolicy::all();
+  req.output_path = dir + "/tls.dll";
+  LinkResult r = svc.link(req);
+  ASSERT_TRUE(r.ok()) << r.error->to_string();
+  EXPECT_EQ(r.exports, (std::vector<std::string>{"bump", "shared_total"}));
+  EXPECT_NE(std::find(r.support_objects.begin(), r.support_objects.end(), "_tls_index"), r.support_objects.end());
+  test::Run tls = test::run({HOTLINK_TEST_LLVM_READOBJ, "--coff-tls-directory", req.output_path});
+  EXPECT_NE(tls.out.find("AddressOfIndex"), std::string::npos) << tls.out;
+  test::Run run = wine(dir, "host.exe");
+  ASSERT_EQ(run.code, 0) << run.out << run.err;
+  EXPECT_NE(run.out.find("tls 3 5 1\n"), std::string::npos) << run.out;
+}
+
+// -l NAME finds the mingw-w64 sysroot's libNAME.a; without a sysroot, or
+// with a name nothing has, the error names the library and where it looked.
+TEST(WindowsDll, LibraryNamesAreFoundInTheSysroot) {
+  LinkService svc;
+  std::string dir = test::temp_dir();
+  Bytes obj = test::compile_c(kWin64, "__declspec(dllimport) int __stdcall MessageBeep(unsigned);\n"
+                                      "int beep(unsigned x) { return MessageBeep(x); }\n");
+  LinkRequest req;
+  req.target = kWin64;
+  req.inputs.push_back(Input::memory("beep.obj", obj));
+  req.exports = ExportPolicy::list({"beep"});
+  req.sysroot = HOTLINK_TEST_MINGW_SYSROOT;
+  req.libraries = {"user32"};
+  req.output_path = dir + "/beep.dll";
+  LinkResult r = svc.link(req);
+  ASSERT_TRUE(r.ok()) << r.error->to_string();
+  EXPECT_NE(coff_imports(req.output_path).find("Name: USER32.dll"), std::string::npos);
+
+  req.libraries = {"nosuchlib"};
+  LinkResult missing = svc.link(req);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error->code, ErrorCode::InputNotFound);
+  EXPECT_NE(missing.error->message.find("libnosuchlib.a"), std::string::npos) << missing.error->to_string();
+  EXPECT_NE(missing.error->message.find(HOTLINK_TEST_MINGW_SYSROOT), std::string::npos) << missing.error->to_string();
+
+  req.sysroot.clear();
+  req.libraries = {"user32"};
+  LinkResult bare = svc.link(req);
+  ASSERT_FALSE(bare.ok());
+  EXPECT_NE(bare.error->hint.find("--sysroot"), std::string::npos) << bare.error->to_string();
+}
+
+// An undefined symbol that a library of the sysroot defines: the error says
+// which one and how to link it; without a sysroot, it says which sysroot.
+TEST(WindowsDll, UndefinedSymbolsNameTheLibraryThatHasThem) {
+  LinkService svc;
+  LinkRequest req;
+  req.target = kWin64;
+  req.inputs.push_back(Input::memory(
+      "v.obj", test::compile_c(kWin64, "int __mingw_vsnprintf(char *, unsigned long long, const char *, void *);\n"
+                                       "int fmt(char *b) { return __mingw_vsnprintf(b, 10, \"x\", 0); }\n")));
+  req.exports = ExportPolicy::list({"fmt"});
+  req.sysroot = HOTLINK_TEST_MINGW_SYSROOT;
+  req.output_path = test::temp_dir() + "/v.dll";
+  LinkResult with = svc.link(req);
+  ASSERT_FALSE(with.ok());
+  EXPECT_EQ(with.error->code, ErrorCode::UndefinedSymbol);
+  EXPECT_EQ(with.error->symbol, "__mingw_vsnprintf");
+  EXPECT_EQ(with.error->hint, "defined in libmingwex.a of the sysroot; add -l mingwex");
+
+  req.sysroot.clear();
+  LinkResult without = svc.link(req);
+  ASSERT_FALSE(without.ok());
+  EXPECT_NE(without.error->hint.find("no sysroot was given"), std::string::npos) << without.error->hint;
+  EXPECT_NE(without.error->hint.find("--sysroot " HOTLINK_TEST_MINGW_SYSROOT " -l mingwex"), std::string::npos)
+      << without.error->hint;
+  EXPECT_FALSE(test::exists(req.output_path));
+}
+
 // The PDB of a DLL linked with debug info: published beside it, named by
 // the DLL's CodeView record, with a GUID that follows from the content, and
 // nothing left in the scratch directory.
