@@ -69,7 +69,8 @@ typedef enum hotlink_status {
   HOTLINK_UNTRUSTED_SIGNER,    /* signature: signed, but by no trusted key */
   HOTLINK_BAD_SIGNATURE,       /* signature: does not verify, or malformed */
   HOTLINK_KEY_ERROR,           /* signature: a key file is unreadable, malformed or unsafe */
-  HOTLINK_INTERNAL             /* a bug in hotlink (or out of memory); please report */
+  HOTLINK_INTERNAL,            /* a bug in hotlink (or out of memory); please report */
+  HOTLINK_STATUS_MAX_ = 0x7fffffff /* not a status: makes every int a valid value (ABI) */
 } hotlink_status;
 
 typedef struct hotlink_error hotlink_error;
@@ -146,13 +147,15 @@ typedef enum hotlink_export_mode {
   HOTLINK_EXPORT_ENTRY_POINTS = 0, /* f with its f_argv / f_metadata companions (the default) */
   HOTLINK_EXPORT_ALL,              /* every defined external symbol but the runtime's machinery */
   HOTLINK_EXPORT_LIST,             /* only the names given */
-  HOTLINK_EXPORT_NONE              /* no export list: lld's default */
+  HOTLINK_EXPORT_NONE,             /* no export list: lld's default */
+  HOTLINK_EXPORT_MODE_MAX_ = 0x7fffffff /* not a mode: makes every int a valid value (ABI) */
 } hotlink_export_mode;
 
 typedef enum hotlink_execution {
   HOTLINK_EXECUTION_AUTO = 0,  /* in-process when lld is usable, else a worker */
   HOTLINK_EXECUTION_IN_PROCESS,
-  HOTLINK_EXECUTION_ISOLATED   /* in a worker process (hotlink-ld) */
+  HOTLINK_EXECUTION_ISOLATED,  /* in a worker process (hotlink-ld) */
+  HOTLINK_EXECUTION_MAX_ = 0x7fffffff /* not a value: makes every int a valid value (ABI) */
 } hotlink_execution;
 
 /* Plain data: building one never touches the disk. Used by one thread at a
@@ -194,7 +197,7 @@ void hotlink_request_set_use_cache(hotlink_request *request, int use_cache);
 
 typedef struct hotlink_result hotlink_result;
 
-typedef enum hotlink_severity { HOTLINK_NOTE = 0, HOTLINK_WARNING, HOTLINK_ERROR } hotlink_severity;
+typedef enum hotlink_severity { HOTLINK_NOTE = 0, HOTLINK_WARNING, HOTLINK_ERROR, HOTLINK_SEVERITY_MAX_ = 0x7fffffff } hotlink_severity;
 
 typedef struct hotlink_timings {
   double validate_ms, prepare_ms, link_ms, cache_ms, publish_ms, total_ms;
