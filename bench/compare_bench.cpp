@@ -339,7 +339,7 @@ BENCHMARK(BM_LdLldProcess) SIZES;
 BENCHMARK(BM_CcShared) SIZES;
 BENCHMARK(BM_OrcLLJIT) SIZES;
 BENCHMARK(BM_HotlinkCacheHit) SIZES;
-BENCHMARK(BM_HotlinkBare)->Arg(0)->Unit(benchmark::kMillisecond)->UseManualTime();
+BENCHMARK(BM_HotlinkBare)->Arg(0)->Iterations(100)->Unit(benchmark::kMillisecond)->UseManualTime();
 // Bursts of 100 links back to back, and links 10 ms apart, each with lld on
 // its own thread and on the calling thread.
 BENCHMARK(BM_HotlinkCallerThread)->Arg(0)->Iterations(100)->Unit(benchmark::kMillisecond)->UseManualTime();
