@@ -36,7 +36,7 @@ struct hotlink_result {
   // Makes `error` from result.error; called once the result is final.
   void finish() {
     if (result.error)
-      error.reset(new hotlink_error{*result.error, result.error->to_string()});
+      error.reset(hotlink::capi::new_error(*result.error));
   }
 };
 

@@ -863,13 +863,14 @@ private:
         std::vector<std::string> looked;
         std::string path = find_coff_library(lib, req_.library_paths, req_.sysroot, plan_.target.arch, &looked);
         if (path.empty() && !library_error_) {
-          std::string where;
+          std::string where, names;
           for (const std::string &d : looked)
             where += (where.empty() ? "" : ", ") + d;
+          for (const std::string &n : coff_library_candidates(lib))
+            names += (names.empty() ? "" : ", ") + n;
           library_error_ = make_error(
               ErrorCode::InputNotFound,
-              "library '" + lib + "' not found (looked for lib" + lib + ".dll.a, lib" + lib + ".a, " + lib +
-                  ".lib" + (where.empty() ? "" : " in " + where) + ")",
+              "library '" + lib + "' not found (looked for " + names + (where.empty() ? "" : " in " + where) + ")",
               {}, "-l " + lib,
               req_.sysroot.empty() ? "add its folder with -L DIR, or give a sysroot (--sysroot /usr/" +
                                          std::string(plan_.target.arch == exports::Arch::X86 ? "i686" : "x86_64") +

@@ -235,6 +235,12 @@ bool is_crt_name(const std::string &n) {
 
 } // namespace
 
+std::vector<std::string> coff_library_candidates(const std::string &name) {
+  if (llvm::sys::path::has_extension(name))
+    return {name};
+  return {"lib" + name + ".dll.a", name + ".dll.a", "lib" + name + ".a", name + ".lib", "lib" + name + ".lib"};
+}
+
 std::string find_coff_library(const std::string &name, const std::vector<std::string> &library_paths,
                               const std::string &sysroot, Arch arch, std::vector<std::string> *looked) {
   if (name.find('/') != std::string::npos)
@@ -243,12 +249,7 @@ std::string find_coff_library(const std::string &name, const std::vector<std::st
   if (!sysroot.empty())
     if (auto layout = detect(sysroot, arch))
       dirs.insert(dirs.end(), layout->dirs.begin(), layout->dirs.end());
-  std::vector<std::string> candidates;
-  if (llvm::sys::path::has_extension(name))
-    candidates = {name};
-  else
-    candidates = {"lib" + name + ".dll.a", name + ".dll.a", "lib" + name + ".a", name + ".lib",
-                  "lib" + name + ".lib"};
+  std::vector<std::string> candidates = coff_library_candidates(name);
   for (const std::string &dir : dirs) {
     if (looked)
       looked->push_back(dir);

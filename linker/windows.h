@@ -35,6 +35,8 @@ struct WindowsLibraries {
 // libNAME.dll.a, NAME.dll.a, libNAME.a, NAME.lib, libNAME.lib (NAME alone
 // when it already has an extension). Empty when none exists; `looked`
 // receives the folders searched.
+// The file names `-l NAME` may stand for, in the order they are tried.
+std::vector<std::string> coff_library_candidates(const std::string &name);
 std::string find_coff_library(const std::string &name, const std::vector<std::string> &library_paths,
                               const std::string &sysroot, exports::Arch arch,
                               std::vector<std::string> *looked = nullptr);

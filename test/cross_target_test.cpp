@@ -274,19 +274,25 @@ test::Run wine(const std::string &dir, const std::string &exe) {
                         HOTLINK_TEST_WINE64 + "' '" + exe + "'"});
 }
 
-TEST(WindowsDll, KernelCallingCrtAndWin32RunsUnderWine) {
-  LinkService svc;
-  std::string host_dir = test::temp_dir();
+// A host .exe without a C runtime (entry `start`, kernel32), linked by
+// hotlink against the mingw-w64 sysroot into DIR/host.exe.
+LinkResult link_host_exe(LinkService &svc, const std::string &source, const std::string &dir) {
   LinkRequest host;
   host.target = kWin64;
-  host.inputs.push_back(Input::memory(
-      "host.obj", test::compile_c(kWin64, source_file("host.c"), {"-ffreestanding", "-fno-builtin"})));
+  host.inputs.push_back(
+      Input::memory("host.obj", test::compile_c(kWin64, source_file(source), {"-ffreestanding", "-fno-builtin"})));
   host.sysroot = HOTLINK_TEST_MINGW_SYSROOT;
   host.executable = true;
   host.entry = "start";
   host.exports = ExportPolicy::none();
-  host.output_path = host_dir + "/host.exe";
-  LinkResult h = svc.link(host);
+  host.output_path = dir + "/host.exe";
+  return svc.link(host);
+}
+
+TEST(WindowsDll, KernelCallingCrtAndWin32RunsUnderWine) {
+  LinkService svc;
+  std::string host_dir = test::temp_dir();
+  LinkResult h = link_host_exe(svc, "host.c", host_dir);
   ASSERT_TRUE(h.ok()) << h.error->to_string();
   EXPECT_EQ(h.system_libraries, (std::vector<std::string>{"libkernel32.a"}));
 
@@ -318,7 +324,7 @@ TEST(WindowsDll, KernelCallingCrtAndWin32RunsUnderWine) {
     for (const char *sym : {"cosf", "malloc", "memcpy", "free", "GetCurrentProcessId"})
       EXPECT_NE(imports.find(std::string("Symbol: ") + sym), std::string::npos) << sym;
 
-    test::write_file(dir + "/host.exe", test::read_file(host.output_path));
+    test::write_file(dir + "/host.exe", test::read_file(h.artifact_path));
     test::Run run = wine(dir, "host.exe");
     ASSERT_EQ(run.code, 0) << run.out << run.err;
     EXPECT_NE(run.out.find("metadata cosine version 1 arguments 3 input output n\n"),
@@ -329,30 +335,14 @@ TEST(WindowsDll, KernelCallingCrtAndWin32RunsUnderWine) {
   }
 }
 
-// A host .exe without a C runtime (entry `start`, kernel32), linked by
-// hotlink against the mingw-w64 sysroot.
-std::string link_host_exe(LinkService &svc, const std::string &source, const std::string &dir) {
-  LinkRequest host;
-  host.target = kWin64;
-  host.inputs.push_back(
-      Input::memory("host.obj", test::compile_c(kWin64, source_file(source), {"-ffreestanding", "-fno-builtin"})));
-  host.sysroot = HOTLINK_TEST_MINGW_SYSROOT;
-  host.executable = true;
-  host.entry = "start";
-  host.exports = ExportPolicy::none();
-  host.output_path = dir + "/host.exe";
-  LinkResult h = svc.link(host);
-  EXPECT_TRUE(h.ok()) << h.error->to_string();
-  return host.output_path;
-}
-
 // Thread-local variables: hotlink supplies what MSVC's static CRT would
 // (_tls_index and the TLS directory), `all` does not export the variable,
 // and two threads under Wine each count on their own.
 TEST(WindowsDll, ThreadLocalCountersArePerThreadUnderWine) {
   LinkService svc;
   std::string dir = test::temp_dir();
-  link_host_exe(svc, "tls_host.c", dir);
+  LinkResult h = link_host_exe(svc, "tls_host.c", dir);
+  ASSERT_TRUE(h.ok()) << h.error->to_string();
   LinkRequest req;
   req.target = kWin64;
   req.inputs.push_back(Input::memory(
