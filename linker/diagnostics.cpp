@@ -39,6 +39,17 @@ std::string library_name(const std::string &file) {
 
 // COFF: where the undefined symbol lives, when a sysroot has it.
 std::string coff_undefined_hint(const Plan &plan, const LinkRequest &req, const std::string &symbol) {
+  if (plan.target.mingw) {
+    // The runtime's libraries are linked already: name one it does not link.
+    std::string root = !req.sysroot.empty() ? req.sysroot
+                       : plan.target.arch == exports::Arch::X86 ? "/usr/i686-w64-mingw32"
+                                                               : "/usr/x86_64-w64-mingw32";
+    std::string lib = sysroot_library_defining(root, plan.target.arch, symbol);
+    if (!lib.empty())
+      return "defined in " + lib + " of the mingw-w64 sysroot (" + root + "); add -l " + library_name(lib);
+    return "add the object or library that defines it (-l NAME, -L DIR), or allow undefined symbols "
+           "(--allow-undefined)";
+  }
   if (!req.sysroot.empty()) {
     std::string lib = sysroot_library_defining(req.sysroot, plan.target.arch, symbol);
     if (!lib.empty())
@@ -201,6 +212,10 @@ std::vector<Diagnostic> parse_diagnostics(const Job &job,
          {"undefined symbol: ", "duplicate symbol: ", "symbol not found: "}) {
       std::string s = after(d.message, marker);
       if (!s.empty()) {
+        // lld-link names an __imp_ reference by its meaning.
+        const std::string dllimport = "__declspec(dllimport) ";
+        if (s.compare(0, dllimport.size(), dllimport) == 0)
+          s.erase(0, dllimport.size());
         d.symbol = s;
         break;
       }

@@ -37,6 +37,7 @@
 
 LLD_HAS_DRIVER(elf)
 LLD_HAS_DRIVER(coff)
+LLD_HAS_DRIVER(mingw)
 LLD_HAS_DRIVER(macho)
 LLD_HAS_DRIVER(wasm)
 
@@ -401,8 +402,17 @@ bool write_fd(int fd, const std::vector<std::uint8_t> &b) {
 // from them, so COFF, and Mach-O and wasm with it, keep the scratch
 // directory and take the image through a FIFO in it.)
 class Materialized {
+  // ld.lld -m i386pep (arm64pe, i386pe): lld's MinGW driver, which runs
+  // lld-link and so needs the scratch directory as it does.
+  static bool pe(const Job &job) {
+    for (std::size_t i = 0; i + 1 < job.args.size(); ++i)
+      if (job.args[i].before == "-m" && llvm::StringRef(job.args[i + 1].before).contains("pe"))
+        return true;
+    return false;
+  }
+
 public:
-  explicit Materialized(const Job &job) : job_(job), in_memory_(job.flavor == "ld.lld") {}
+  explicit Materialized(const Job &job) : job_(job), in_memory_(job.flavor == "ld.lld" && !pe(job)) {}
   ~Materialized() {
     for (int fd : fds_)
       ::close(fd);
@@ -577,6 +587,7 @@ lld::Result call_lld(const std::vector<const char *> &argv, llvm::raw_ostream &o
   return lld::lldMain(argv, out, err,
                       {{lld::Gnu, &lld::elf::link},
                        {lld::WinLink, &lld::coff::link},
+                       {lld::MinGW, &lld::mingw::link},
                        {lld::Darwin, &lld::macho::link},
                        {lld::Wasm, &lld::wasm::link}});
 }

@@ -9,6 +9,7 @@
 #include "exports/version_script.h"
 #include "exports/writers.h"
 #include "linker/llvm_options.h"
+#include "linker/mingw.h"
 #include "linker/runtime.h"
 #include "linker/support.h"
 
@@ -121,6 +122,12 @@ private:
 
   bool elf() const { return plan_.target.format == Format::ELF; }
   bool coff() const { return plan_.target.format == Format::COFF; }
+  bool mingw() const { return coff() && plan_.target.mingw; }
+  // An lld-link option: as it is, or through lld's MinGW driver.
+  Arg link_flag(const std::string &s) const { return plain(mingw() ? "--Xlink=" + s : s); }
+  Arg link_file(const std::string &before, const std::string &name) const {
+    return in_dir(mingw() ? "--Xlink=" + before : before, name);
+  }
 
   std::optional<Error> check_request() {
     const TargetInfo &tgt = plan_.target;
@@ -166,6 +173,9 @@ private:
     if (!req_.sysroot.empty() && !is_dir(req_.sysroot))
       return make_error(ErrorCode::BadRequest, "sysroot is not a directory", req_.sysroot, "--sysroot",
                         "pass an existing directory");
+    if (req_.executable && mingw())
+      return make_error(ErrorCode::BadRequest, "executables are linked for -windows-msvc targets only, not " + tgt.triple,
+                        {}, "--exe", "link the host for x86_64-pc-windows-msvc; it loads GNU-ABI DLLs as any other");
     if (req_.executable && !coff())
       return make_error(ErrorCode::BadRequest, "executables are linked for COFF targets only, not " + tgt.triple,
                         {}, "--exe", "link a shared object, or target -windows-msvc");
@@ -462,6 +472,8 @@ private:
   }
 
   std::optional<Error> runtime_environment() {
+    if (mingw())
+      return mingw_runtime();
     if (!elf())
       return std::nullopt;
     SymbolScan scan = scan_symbols();
@@ -504,6 +516,28 @@ private:
     return std::nullopt;
   }
 
+  // *-w64-mingw32: the runtime `clang -shared` links, with libstdc++ when
+  // the inputs use the C++ runtime.
+  std::optional<Error> mingw_runtime() {
+    if (req_.runtime == Runtime::None)
+      return std::nullopt;
+    auto env = mingw_environment(plan_.target, req_.sysroot, cxx_library(scan_symbols()));
+    if (!env)
+      return env.take_error();
+    if (!(*env)->found) {
+      plan_.diagnostics.push_back(Diagnostic{
+          Severity::Warning,
+          (*env)->missing + ": linked without the mingw-w64 runtime (no DLL entry point, C runtime or libgcc); " +
+              "install " + mingw_package(plan_.target) + " or give its root with --sysroot",
+          {}, {}});
+      return std::nullopt;
+    }
+    mingw_ = env.value();
+    plan_.runtime = mingw_->summary;
+    plan_.fingerprints.insert(plan_.fingerprints.end(), mingw_->fingerprints.begin(), mingw_->fingerprints.end());
+    return std::nullopt;
+  }
+
   // A link without a C library: references to C library functions bind
   // at load time to whatever the process has, without symbol versions.
   void warn_bare(const std::unordered_set<std::string_view> &undefined, const RuntimeEnvironment *env) {
@@ -541,7 +575,7 @@ private:
   }
 
   std::optional<Error> windows_libraries() {
-    if (!coff() || req_.sysroot.empty())
+    if (!coff() || mingw() || req_.sysroot.empty())
       return std::nullopt;
     std::vector<std::string> names;
     for (const Loaded &l : loaded_)
@@ -604,6 +638,10 @@ private:
         a.push_back(plain("-Bsymbolic-non-weak"));
       break;
     case Format::COFF:
+      if (mingw()) {
+        mingw_flags(out_name, threads);
+        break;
+      }
       if (req_.executable) {
         a.push_back(plain("-entry:" + req_.entry));
         a.push_back(plain("-subsystem:console"));
@@ -658,6 +696,30 @@ private:
     }
   }
 
+  // lld's MinGW driver: the mingw driver's line up to the inputs (-m,
+  // --shared, the entry point, the startup objects, -L), or a bare DLL.
+  void mingw_flags(const std::string &out_name, const std::string &threads) {
+    std::vector<Arg> &a = plan_.job.args;
+    if (mingw_) {
+      for (const std::string &s : mingw_->before)
+        a.push_back(plain(s));
+    } else {
+      a.push_back(plain("-m"));
+      a.push_back(plain(plan_.target.arch == exports::Arch::X86       ? "i386pe"
+                        : plan_.target.arch == exports::Arch::AArch64 ? "arm64pe"
+                                                                      : "i386pep"));
+      a.push_back(plain("--shared"));
+      a.push_back(link_flag("-noentry"));
+    }
+    a.push_back(keyed("--threads=" + threads, "<threads>"));
+    a.push_back(plain("--exclude-all-symbols")); // the export list says what is exported
+    a.push_back(link_flag("-Brepro"));
+    a.push_back(plain("-o"));
+    a.push_back(in_dir("", out_name));
+    if (req_.undefined == Undefined::Allow)
+      a.push_back(link_flag("-force:unresolved"));
+  }
+
   void add_file(const char *name, const std::string &text) {
     plan_.job.files.push_back(JobFile::own(name, std::vector<std::uint8_t>(text.begin(), text.end())));
   }
@@ -695,7 +757,7 @@ private:
           return def.take_error();
         plan_.export_file = def.value();
         add_file("exports.def", plan_.export_file);
-        a.push_back(in_dir("-def:", "exports.def"));
+        a.push_back(link_file("-def:", "exports.def"));
         break;
       }
       case Format::MachO: {
@@ -734,10 +796,10 @@ private:
     }
     if (coff()) {
       if (req_.implib_output.empty() && !req_.want_implib) {
-        a.push_back(plain("-noimplib"));
+        a.push_back(link_flag("-noimplib"));
       } else {
         plan_.job.implib_name = llvm::sys::path::stem(plan_.job.output_name).str() + ".lib";
-        a.push_back(in_dir("-implib:", plan_.job.implib_name));
+        a.push_back(link_file("-implib:", plan_.job.implib_name));
       }
       pdb();
     }
@@ -762,9 +824,9 @@ private:
                                                : llvm::sys::path::stem(plan_.job.output_name).str() + ".pdb";
     plan_.job.pdb_name = file;
     std::vector<Arg> &a = plan_.job.args;
-    a.push_back(plain("-debug"));
-    a.push_back(in_dir("-pdb:", file));
-    a.push_back(plain("-pdbaltpath:" + file));
+    a.push_back(link_flag("-debug"));
+    a.push_back(link_file("-pdb:", file));
+    a.push_back(link_flag("-pdbaltpath:" + file));
     bool codeview = false;
     for (const Loaded &l : loaded_)
       codeview |= l.info.codeview;
@@ -782,7 +844,7 @@ private:
     Job &job = plan_.job;
     std::vector<Arg> &a = job.args;
     for (const std::string &p : req_.library_paths)
-      a.push_back(plain((coff() ? "-libpath:" : "-L") + p));
+      a.push_back(plain((coff() && !mingw() ? "-libpath:" : "-L") + p));
     bool whole = whole_archives() && plan_.target.format != Format::COFF;
     for (std::size_t i = 0; i < loaded_.size(); ++i) {
       Loaded &l = loaded_[i];
@@ -832,7 +894,7 @@ private:
 
   // COFF support objects: only what an input references and nothing defines.
   std::optional<Error> support_objects() {
-    if (!req_.support_objects)
+    if (!req_.support_objects || mingw_) // the mingw runtime has them all
       return std::nullopt;
     Job &job = plan_.job;
     for (const std::string &sym : support_symbols(plan_.target)) {
@@ -850,6 +912,15 @@ private:
     return std::nullopt;
   }
 
+  // Where a COFF -l is looked for before the sysroot: -L, then the mingw
+  // runtime's folders.
+  std::vector<std::string> coff_library_paths() const {
+    std::vector<std::string> dirs = req_.library_paths;
+    if (mingw_)
+      dirs.insert(dirs.end(), mingw_->lib_dirs.begin(), mingw_->lib_dirs.end());
+    return dirs;
+  }
+
   // The user's -l libraries, then the runtime environment's (ELF) or the
   // sysroot's (COFF), as a driver orders them.
   void libraries() {
@@ -861,7 +932,7 @@ private:
         a.push_back(plain(lib));
       } else if (coff()) {
         std::vector<std::string> looked;
-        std::string path = find_coff_library(lib, req_.library_paths, req_.sysroot, plan_.target.arch, &looked);
+        std::string path = find_coff_library(lib, coff_library_paths(), req_.sysroot, plan_.target.arch, &looked);
         if (path.empty() && !library_error_) {
           std::string where, names;
           for (const std::string &d : looked)
@@ -884,6 +955,9 @@ private:
       if (digest_)
         fingerprint_library(lib);
     }
+    if (mingw_)
+      for (const std::string &s : mingw_->after)
+        a.push_back(plain(s));
     if (env_) {
       a.insert(a.end(), runtime_->after.begin(), runtime_->after.end());
       for (const JobFile &f : runtime_->files) {
@@ -926,7 +1000,7 @@ private:
     if (lib.find('/') != std::string::npos) {
       found = lib;
     } else if (coff()) {
-      found = find_coff_library(lib, req_.library_paths, req_.sysroot, plan_.target.arch);
+      found = find_coff_library(lib, coff_library_paths(), req_.sysroot, plan_.target.arch);
     } else {
       std::vector<std::string> names;
       switch (plan_.target.format) {
@@ -966,6 +1040,7 @@ private:
   std::vector<exports::Export> anonymous_exports_;
   std::shared_ptr<const RuntimeEnvironment> env_;
   std::shared_ptr<const RuntimeLink> runtime_;
+  std::shared_ptr<const MingwEnvironment> mingw_;
   std::optional<Error> thunk_error_;
   std::optional<Error> library_error_; // a COFF -l that names no file
 };

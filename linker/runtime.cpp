@@ -60,12 +60,9 @@ using llvm::StringRef;
 // ---------------------------------------------------------------------------
 // 1. The driver's link line.
 
-struct DriverLine {
-  std::vector<std::string> args;
-  std::size_t input_position = 0;
-};
-
 constexpr const char *kPlaceholder = "hotlink-inputs.o";
+
+} // namespace
 
 Expected<DriverLine> driver_link_line(const TargetInfo &target, const std::string &sysroot,
                                       CxxLibrary cxx) {
@@ -118,6 +115,8 @@ Expected<DriverLine> driver_link_line(const TargetInfo &target, const std::strin
   }
   return make_error(ErrorCode::Internal, "clang's driver made no link job for " + target.triple);
 }
+
+namespace {
 
 // ---------------------------------------------------------------------------
 // 2. Resolving the line to files, as lld would (Driver.cpp's searchLibrary,

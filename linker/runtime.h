@@ -46,6 +46,17 @@ namespace hotlink::detail {
 enum class CxxLibrary { None, Libstdcxx, Libcxx };
 const char *to_string(CxxLibrary c); // "none", "libstdc++", "libc++"
 
+// The link line `clang -shared -fuse-ld=lld --target=T [--sysroot=S]`
+// (--driver-mode=g++ with a C++ library) runs, from clang's driver as a
+// library: the linker's arguments without argv[0], -o and its value, and
+// with the inputs' place marked.
+struct DriverLine {
+  std::vector<std::string> args;
+  std::size_t input_position = 0;
+};
+Expected<DriverLine> driver_link_line(const TargetInfo &target, const std::string &sysroot,
+                                      CxxLibrary cxx);
+
 // One dynamic symbol definition of a shared library, as a stub repeats it.
 struct StubSymbol {
   std::uint8_t info = 0, other = 0;

@@ -16,7 +16,9 @@ std::string host_target() {
 std::vector<std::string> supported_targets() {
   return {"x86_64-linux-gnu",       "aarch64-linux-gnu",
           "x86_64-pc-windows-msvc", "i686-pc-windows-msvc",
-          "aarch64-pc-windows-msvc", "x86_64-apple-macos",
+          "aarch64-pc-windows-msvc", "x86_64-w64-mingw32",
+          "i686-w64-mingw32",       "aarch64-w64-mingw32",
+          "x86_64-apple-macos",
           "arm64-apple-macos",      "wasm32-unknown-unknown"};
 }
 
@@ -78,6 +80,12 @@ Expected<TargetInfo> resolve_uncached(const std::string &spelled) {
     info.format = Format::COFF;
     info.flavor = "lld-link";
     info.extension = ".dll";
+  } else if (t.isOSWindows() && t.isWindowsGNUEnvironment() &&
+             info.arch != Arch::Unknown) {
+    info.format = Format::COFF;
+    info.flavor = "ld.lld"; // with -m i386pep: lld's MinGW driver
+    info.extension = ".dll";
+    info.mingw = true;
   } else if (t.isMacOSX() &&
              (info.arch == Arch::X86_64 || info.arch == Arch::AArch64)) {
     info.format = Format::MachO;

@@ -16,6 +16,9 @@ struct TargetInfo {
   exports::Arch arch = exports::Arch::Unknown;
   std::string flavor;    // ld.lld, lld-link, ld64.lld, wasm-ld
   std::string extension; // .so, .dll, .dylib, .wasm
+  // COFF for the GNU environment (*-w64-mingw32): linked through lld's
+  // MinGW driver (ld.lld -m i386pep) with the runtime a mingw driver links.
+  bool mingw = false;
 };
 
 // Resolves a triple ("" = host). Errors name the triple and list the

@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <sys/stat.h>
@@ -252,9 +253,19 @@ TEST(ImportLibrary, BadDefsAndMachinesAreNamed) {
 // ---------------------------------------------------------------------------
 // Windows DLLs from JIT objects, on this Linux host, run by Wine.
 
+// A file of test/windows/, with its #include "console.h" inlined (compile_c
+// caches by the source's text).
 std::string source_file(const std::string &rel) {
-  Bytes b = test::read_file(std::string(HOTLINK_TEST_SOURCE_DIR) + "/test/windows/" + rel);
-  return std::string(b.begin(), b.end());
+  auto read = [](const std::string &name) {
+    Bytes b = test::read_file(std::string(HOTLINK_TEST_SOURCE_DIR) + "/test/windows/" + name);
+    return std::string(b.begin(), b.end());
+  };
+  std::string text = read(rel);
+  const std::string include = "#include \"console.h\"\n";
+  std::size_t at = text.find(include);
+  if (at != std::string::npos)
+    text.replace(at, include.size(), read("console.h"));
+  return text;
 }
 
 const char *kWin64 = "x86_64-pc-windows-msvc";
@@ -266,22 +277,33 @@ std::string coff_imports(const std::string &path) {
 }
 
 // Runs `exe` under Wine in its directory, with a prefix kept in the build
-// tree (created on first use).
-test::Run wine(const std::string &dir, const std::string &exe) {
-  std::string prefix = std::string(HOTLINK_TEST_FIXTURE_DIR) + "/../wine-prefix";
-  return test::run({"/bin/sh", "-c",
-                    "cd '" + dir + "' && WINEPREFIX='" + prefix + "' WINEDEBUG=-all '" +
-                        HOTLINK_TEST_WINE64 + "' '" + exe + "'"});
+// tree (created on first use) and `dll_path` as Wine's DLL search path;
+// killed, with everything it started, after 180 s.
+test::Run wine(const std::string &dir, const std::string &exe, const std::vector<std::string> &dll_path = {}) {
+  test::RunOptions o;
+  o.cwd = dir;
+  o.timeout_seconds = 180;
+  o.env = {"WINEPREFIX=" + std::string(HOTLINK_TEST_FIXTURE_DIR) + "/../wine-prefix", "WINEDEBUG=-all"};
+  std::string path;
+  for (std::string d : dll_path) {
+    std::replace(d.begin(), d.end(), '/', '\\');
+    path += (path.empty() ? "Z:" : ";Z:") + d;
+  }
+  if (!path.empty())
+    o.env.push_back("WINEPATH=" + path);
+  return test::run({HOTLINK_TEST_WINE64, exe}, o);
 }
 
-// A host .exe without a C runtime (entry `start`, kernel32), linked by
-// hotlink against the mingw-w64 sysroot into DIR/host.exe.
-LinkResult link_host_exe(LinkService &svc, const std::string &source, const std::string &dir) {
+// A host .exe without a C runtime (entry `start`, kernel32 and `libraries`),
+// linked by hotlink against the mingw-w64 sysroot into DIR/host.exe.
+LinkResult link_host_exe(LinkService &svc, const std::string &source, const std::string &dir,
+                         const std::vector<std::string> &libraries = {}) {
   LinkRequest host;
   host.target = kWin64;
   host.inputs.push_back(
       Input::memory("host.obj", test::compile_c(kWin64, source_file(source), {"-ffreestanding", "-fno-builtin"})));
   host.sysroot = HOTLINK_TEST_MINGW_SYSROOT;
+  host.libraries = libraries;
   host.executable = true;
   host.entry = "start";
   host.exports = ExportPolicy::none();
@@ -419,6 +441,148 @@ TEST(WindowsDll, UndefinedSymbolsNameTheLibraryThatHasThem) {
   EXPECT_NE(without.error->hint.find("--sysroot " HOTLINK_TEST_MINGW_SYSROOT " -l mingwex"), std::string::npos)
       << without.error->hint;
   EXPECT_FALSE(test::exists(req.output_path));
+}
+
+// ---------------------------------------------------------------------------
+// GNU-ABI DLLs (x86_64-w64-mingw32): the runtime a mingw driver links.
+
+const char *kMingw64 = "x86_64-w64-mingw32";
+
+std::vector<std::string> coff_export_names(const std::string &dll) {
+  test::Run r = test::run({HOTLINK_TEST_LLVM_READOBJ, "--coff-exports", dll});
+  EXPECT_EQ(r.code, 0) << r.err;
+  std::vector<std::string> names;
+  for (std::size_t at = r.out.find("  Name: "); at != std::string::npos; at = r.out.find("  Name: ", at + 1)) {
+    std::size_t from = at + 8, end = r.out.find('\n', from);
+    if (end > from)
+      names.push_back(r.out.substr(from, end - from));
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// A C++ kernel with exceptions, std::string and a static constructor, from
+// clang++ and from mingw-w64 GCC: linked with libstdc++ and the mingw
+// runtime, it gives the right strings under Wine.
+TEST(MingwDll, CxxKernelWithExceptionsRunsUnderWine) {
+  LinkService svc;
+  std::string dir = test::temp_dir();
+  LinkResult h = link_host_exe(svc, "gnu_host.c", dir);
+  ASSERT_TRUE(h.ok()) << h.error->to_string();
+  const std::string source = source_file("gnu_kernel.cpp");
+  struct Compiler {
+    const char *name;
+    std::vector<std::string> argv;
+  } compilers[] = {
+      {"clang++", {HOTLINK_TEST_CLANG, "--target=x86_64-w64-mingw32", "-x", "c++", "-O1", "-c"}},
+      {"g++", {HOTLINK_TEST_MINGW_GXX, "-x", "c++", "-O1", "-c"}},
+  };
+  for (const Compiler &c : compilers) {
+    SCOPED_TRACE(c.name);
+    LinkRequest req;
+    req.target = kMingw64;
+    req.inputs.push_back(Input::memory("gnu_kernel.o", test::compile_with(c.argv, source)));
+    req.exports = ExportPolicy::list({"kernel"});
+    req.output_path = dir + "/cxx.dll";
+    LinkResult r = svc.link(req);
+    ASSERT_TRUE(r.ok()) << r.error->to_string();
+    // What `clang++ -shared --target=x86_64-w64-mingw32` links.
+    for (const char *part : {"dllcrt2.o", "crtbegin.o", "libstdc++.dll.a", "libmingw32.a", "libgcc.a",
+                             "libmingwex.a", "libmsvcrt.a", "libkernel32.a", "crtend.o"})
+      EXPECT_NE(std::find(r.runtime.begin(), r.runtime.end(), part), r.runtime.end()) << part;
+    EXPECT_EQ(coff_export_names(req.output_path), (std::vector<std::string>{"kernel"}));
+    EXPECT_NE(coff_imports(req.output_path).find("Name: libstdc++-6.dll"), std::string::npos);
+    test::Run run = wine(dir, "host.exe", {HOTLINK_TEST_MINGW_GCC_DIR, HOTLINK_TEST_MINGW_SYSROOT "/lib"});
+    ASSERT_EQ(run.code, 0) << run.out << run.err;
+    EXPECT_NE(run.out.find("cxx 3 one | 3 n=7 | -1 caught negative: -3\n"), std::string::npos) << run.out;
+  }
+}
+
+// Debian's libz.a for mingw-w64, with `all` and nothing else: a zlib1.dll
+// (with .def and import library) that exports zlib's API, and a host linked
+// against the import library compresses and decompresses with it under Wine.
+TEST(MingwDll, DebianZlibBecomesAZlib1DllAHostUsesUnderWine) {
+  LinkService svc;
+  std::string dir = test::temp_dir();
+  LinkRequest req;
+  req.target = kMingw64;
+  req.inputs.push_back(Input::file(HOTLINK_TEST_MINGW_SYSROOT "/lib/libz.a"));
+  req.exports = ExportPolicy::all();
+  req.output_path = dir + "/zlib1.dll";
+  req.def_output = dir + "/zlib1.def";
+  req.implib_output = dir + "/zlib1.lib";
+  LinkResult r = svc.link(req);
+  ASSERT_TRUE(r.ok()) << r.error->to_string();
+  EXPECT_TRUE(test::exists(req.def_output));
+  EXPECT_TRUE(test::exists(req.implib_output));
+
+  // Every function Debian's own zlib1.dll exports (zlib's win32/zlib.def)
+  // is exported; the others are zlib's internal functions (ZLIB_INTERNAL:
+  // hidden on ELF, but COFF objects carry no visibility), which zlib.h
+  // does not declare.
+  std::vector<std::string> ours = coff_export_names(req.output_path);
+  std::vector<std::string> reference = coff_export_names(HOTLINK_TEST_MINGW_SYSROOT "/lib/zlib1.dll");
+  ASSERT_GT(reference.size(), 80u);
+  std::vector<std::string> missing, extra;
+  std::set_difference(reference.begin(), reference.end(), ours.begin(), ours.end(), std::back_inserter(missing));
+  std::set_difference(ours.begin(), ours.end(), reference.begin(), reference.end(), std::back_inserter(extra));
+  EXPECT_TRUE(missing.empty()) << missing.front();
+  Bytes header = test::read_file(HOTLINK_TEST_MINGW_SYSROOT "/include/zlib.h");
+  std::string zlib_h(header.begin(), header.end());
+  for (const std::string &e : extra)
+    EXPECT_EQ(zlib_h.find(" " + e + " OF("), std::string::npos) << e << " is public, yet Debian's DLL lacks it";
+  EXPECT_LE(extra.size(), 16u);
+
+  LinkResult h = link_host_exe(svc, "zlib_host.c", dir, {req.implib_output});
+  ASSERT_TRUE(h.ok()) << h.error->to_string();
+  EXPECT_NE(coff_imports(dir + "/host.exe").find("Name: zlib1.dll"), std::string::npos);
+  test::Run run = wine(dir, "host.exe");
+  ASSERT_EQ(run.code, 0) << run.out << run.err;
+  EXPECT_NE(run.out.find("zlib 65536 -> "), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find(" -> 65536 same\n"), std::string::npos) << run.out;
+}
+
+// A Win32 function in a library the mingw driver does not link: the error
+// names the library; with -l it links and imports from it.
+TEST(MingwDll, UndefinedWin32FunctionNamesItsLibrary) {
+  LinkService svc;
+  LinkRequest req;
+  req.target = kMingw64;
+  req.inputs.push_back(Input::memory(
+      "t.o", test::compile_c(kMingw64, "__declspec(dllimport) unsigned __stdcall timeGetTime(void);\n"
+                                       "unsigned now(void) { return timeGetTime(); }\n")));
+  req.exports = ExportPolicy::list({"now"});
+  req.output_path = test::temp_dir() + "/t.dll";
+  LinkResult r = svc.link(req);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error->code, ErrorCode::UndefinedSymbol);
+  EXPECT_NE(r.error->symbol.find("timeGetTime"), std::string::npos) << r.error->to_string();
+  EXPECT_NE(r.error->hint.find("defined in libwinmm.a of the mingw-w64 sysroot"), std::string::npos)
+      << r.error->to_string();
+  EXPECT_NE(r.error->hint.find("add -l winmm"), std::string::npos) << r.error->to_string();
+  EXPECT_FALSE(test::exists(req.output_path));
+  req.libraries = {"winmm"};
+  LinkResult fixed = svc.link(req);
+  ASSERT_TRUE(fixed.ok()) << fixed.error->to_string();
+  EXPECT_NE(coff_imports(req.output_path).find("Name: WINMM.dll"), std::string::npos);
+}
+
+// No mingw-w64 toolchain for the target: a self-contained kernel still
+// links, with a warning that names what is missing and the package.
+TEST(MingwDll, WithoutTheRuntimeALinkIsBareAndSaysWhy) {
+  LinkService svc;
+  LinkRequest req;
+  req.target = "aarch64-w64-mingw32";
+  req.inputs.push_back(Input::memory("k.o", test::compile_c("aarch64-w64-mingw32", "int twice(int x) { return 2 * x; }\n")));
+  req.exports = ExportPolicy::all();
+  LinkResult r = svc.link(req);
+  ASSERT_TRUE(r.ok()) << r.error->to_string();
+  EXPECT_EQ(r.exports, (std::vector<std::string>{"twice"}));
+  EXPECT_TRUE(r.runtime.empty());
+  bool warned = false;
+  for (const Diagnostic &d : r.diagnostics)
+    warned |= d.severity == Severity::Warning && d.message.find("no mingw-w64 runtime") != std::string::npos;
+  EXPECT_TRUE(warned);
 }
 
 // The PDB of a DLL linked with debug info: published beside it, named by

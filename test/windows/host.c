@@ -1,29 +1,12 @@
 // A Windows host program without a C runtime (entry point `start`, kernel32
 // only): loads kernel.dll, prints what f_metadata() reports, runs f_argv on
 // three floats and prints the results times 1000, rounded.
-typedef void *HANDLE;
-__declspec(dllimport) HANDLE __stdcall LoadLibraryA(const char *);
-__declspec(dllimport) void *__stdcall GetProcAddress(HANDLE, const char *);
-__declspec(dllimport) HANDLE __stdcall GetStdHandle(unsigned long);
-__declspec(dllimport) int __stdcall WriteFile(HANDLE, const void *, unsigned long, unsigned long *, void *);
-__declspec(dllimport) void __stdcall ExitProcess(unsigned);
+#include "console.h"
 struct halide_type_t { unsigned char code, bits; unsigned short lanes; };
 struct halide_filter_argument_t { const char *name; int kind; int dimensions; struct halide_type_t type;
   const void *def, *min, *max, *estimate; const long long *buffer_estimates; };
 struct halide_filter_metadata_t { int version; int num_arguments; const struct halide_filter_argument_t *arguments;
   const char *target; const char *name; };
-static void put(const char *s) {
-  unsigned long n = 0, w;
-  while (s[n]) ++n;
-  WriteFile(GetStdHandle((unsigned long)-11), s, n, &w, 0);
-}
-static void put_int(long long v) {
-  char b[24]; int i = 23; b[i] = 0;
-  int neg = v < 0; if (neg) v = -v;
-  do { b[--i] = (char)('0' + v % 10); v /= 10; } while (v);
-  if (neg) b[--i] = '-';
-  put(b + i);
-}
 void start(void) {
   HANDLE dll = LoadLibraryA("kernel.dll");
   if (!dll) { put("error: LoadLibrary failed\n"); ExitProcess(2); }

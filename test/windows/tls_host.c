@@ -2,25 +2,10 @@
 // loads tls.dll and calls its bump() from two threads, 3 and 5 times, and
 // once from the main thread. Each thread has its own counter, so it prints
 // "tls 3 5 1".
-typedef void *HANDLE;
-__declspec(dllimport) HANDLE __stdcall LoadLibraryA(const char *);
-__declspec(dllimport) void *__stdcall GetProcAddress(HANDLE, const char *);
-__declspec(dllimport) HANDLE __stdcall GetStdHandle(unsigned long);
-__declspec(dllimport) int __stdcall WriteFile(HANDLE, const void *, unsigned long, unsigned long *, void *);
-__declspec(dllimport) void __stdcall ExitProcess(unsigned);
+#include "console.h"
 __declspec(dllimport) HANDLE __stdcall CreateThread(void *, unsigned long long, unsigned long(__stdcall *)(void *),
                                                     void *, unsigned long, unsigned long *);
 __declspec(dllimport) unsigned long __stdcall WaitForSingleObject(HANDLE, unsigned long);
-static void put(const char *s) {
-  unsigned long n = 0, w;
-  while (s[n]) ++n;
-  WriteFile(GetStdHandle((unsigned long)-11), s, n, &w, 0);
-}
-static void put_int(int v) {
-  char b[16]; int i = 15; b[i] = 0;
-  do { b[--i] = (char)('0' + v % 10); v /= 10; } while (v);
-  put(b + i);
-}
 typedef int (*bump_fn)(void);
 static bump_fn bump;
 struct job { int times, last; };

@@ -1,0 +1,102 @@
+#include "linker/mingw.h"
+
+#include "linker/windows.h"
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <set>
+#include <tuple>
+
+#include <sys/stat.h>
+
+namespace hotlink::detail {
+
+namespace {
+
+using llvm::StringRef;
+
+std::string fingerprint(const std::string &path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0)
+    return path + " missing";
+  return path + " " + std::to_string(st.st_size) + " " + std::to_string(st.st_mtim.tv_sec) + "." +
+         std::to_string(st.st_mtim.tv_nsec);
+}
+
+// Splits the driver's line at the inputs and resolves what it names.
+void resolve(MingwEnvironment &env, const DriverLine &line, const TargetInfo &target) {
+  std::set<std::string> seen;
+  auto record = [&](const std::string &path) {
+    if (!seen.insert(path).second)
+      return;
+    env.summary.push_back(llvm::sys::path::filename(path).str());
+    env.fingerprints.push_back(fingerprint(path));
+  };
+  bool first_object = true;
+  for (std::size_t i = 0; i < line.args.size(); ++i) {
+    const std::string &a = line.args[i];
+    (i < line.input_position ? env.before : env.after).push_back(a);
+    StringRef r(a);
+    if (r.starts_with("-L")) {
+      env.lib_dirs.push_back(a.substr(2));
+    } else if (r.starts_with("-l")) {
+      std::string path = find_coff_library(a.substr(2), env.lib_dirs, "", target.arch);
+      if (!path.empty())
+        record(path);
+    } else if (!r.starts_with("-") && (r.ends_with(".o") || r.ends_with(".obj"))) {
+      bool exists = llvm::sys::fs::is_regular_file(a);
+      if (first_object && !exists) {
+        env.missing = "no mingw-w64 runtime for " + target.triple + " (clang's driver found no " + a +
+                      (env.sysroot.empty() ? "" : " under " + env.sysroot) + ")";
+        return;
+      }
+      first_object = false;
+      if (exists)
+        record(a);
+    }
+  }
+  env.found = !first_object;
+  if (!env.found && env.missing.empty())
+    env.missing = "clang's driver named no startup object for " + target.triple;
+}
+
+} // namespace
+
+std::string mingw_package(const TargetInfo &target) {
+  switch (target.arch) {
+  case exports::Arch::X86: return "g++-mingw-w64-i686-posix";
+  case exports::Arch::AArch64: return "an aarch64 mingw-w64 toolchain (Debian 12 has none)";
+  default: return "g++-mingw-w64-x86-64-posix";
+  }
+}
+
+Expected<std::shared_ptr<const MingwEnvironment>>
+mingw_environment(const TargetInfo &target, const std::string &sysroot, CxxLibrary cxx) {
+  static std::mutex mu;
+  static std::map<std::tuple<std::string, std::string, CxxLibrary>, std::shared_ptr<const MingwEnvironment>>
+      known;
+  auto key = std::make_tuple(target.triple, sysroot, cxx);
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = known.find(key);
+  if (it != known.end())
+    return it->second;
+  auto t0 = std::chrono::steady_clock::now();
+  auto line = driver_link_line(target, sysroot, cxx);
+  if (!line)
+    return line.take_error();
+  auto env = std::make_shared<MingwEnvironment>();
+  env->triple = target.triple;
+  env->sysroot = sysroot;
+  env->cxx = cxx;
+  resolve(*env, *line, target);
+  env->build_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  known.emplace(key, env);
+  return std::shared_ptr<const MingwEnvironment>(env);
+}
+
+} // namespace hotlink::detail
