@@ -718,12 +718,19 @@ bool has_codeview(const ObjectFile &obj) {
 }
 
 bool has_startup_sections(const ObjectFile &obj) {
-  if (!isa<ELFObjectFileBase>(&obj))
+  bool coff = isa<COFFObjectFile>(&obj);
+  if (!isa<ELFObjectFileBase>(&obj) && !coff)
     return false;
   for (const SectionRef &sec : obj.sections()) {
     auto n = sec.getName();
     if (!n) {
       consumeError(n.takeError());
+      continue;
+    }
+    if (coff) {
+      // Initializers the CRT's DLL entry point runs (static constructors).
+      if (n->starts_with(".CRT$XC") || n->starts_with(".CRT$XI"))
+        return true;
       continue;
     }
     if (*n == ".init" || *n == ".fini" || *n == ".tm_clone_table" || *n == ".ctors" ||

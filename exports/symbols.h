@@ -52,7 +52,8 @@ struct ObjectInfo {
   bool bitcode = false;
   // ELF: has sections the startup objects frame or run (.init, .fini,
   // .ctors, .dtors, .tm_clone_table), so a link must include crti.o and
-  // crtbeginS.o and their ends.
+  // crtbeginS.o and their ends. COFF: has initializers (.CRT$XI*,
+  // .CRT$XC*: static constructors) that a CRT's DLL entry point runs.
   bool startup_sections = false;
   // COFF: carries CodeView debug info (.debug$S), which a PDB can hold.
   bool codeview = false;

@@ -10,6 +10,8 @@
 #include "exports/writers.h"
 #include "linker/llvm_options.h"
 #include "linker/mingw.h"
+#include "linker/msvc_cxx.h"
+#include "linker/windows.h"
 #include "linker/runtime.h"
 #include "linker/support.h"
 
@@ -575,14 +577,20 @@ private:
   }
 
   std::optional<Error> windows_libraries() {
-    if (!coff() || mingw() || req_.sysroot.empty())
+    if (!coff() || mingw())
       return std::nullopt;
+    crt_entry_ = needs_crt_entry();
+    if (req_.sysroot.empty()) {
+      warn_initializers_without_crt();
+      return std::nullopt;
+    }
     std::vector<std::string> names;
     for (const Loaded &l : loaded_)
       names.push_back(l.display);
     std::vector<std::string> provided;
     if (req_.support_objects)
       provided = support_symbols(plan_.target);
+    HOTLINK_STEP(msvc_cxx_runtime(provided));
     auto w = with_infos([&](const std::vector<exports::ObjectInfo> &all) {
       return plan_windows_libraries(plan_.target, req_, all, names, provided);
     });
@@ -593,6 +601,82 @@ private:
                              plan_.windows->diagnostics.end());
     for (const std::string &f : plan_.windows->fingerprints)
       plan_.fingerprints.push_back(f);
+    return std::nullopt;
+  }
+
+  // The names the inputs reference and none of them defines.
+  std::vector<std::string> undefined_names() const {
+    std::unordered_set<std::string_view> defined;
+    for (const Loaded &l : loaded_)
+      for (const exports::Symbol &s : l.info.symbols)
+        if (s.defined)
+          defined.insert(s.name);
+    std::vector<std::string> out;
+    for (const Loaded &l : loaded_)
+      for (const exports::Symbol &s : l.info.symbols)
+        if (!s.defined && !defined.count(s.name))
+          out.push_back(s.name);
+    return out;
+  }
+
+  // A DLL (MSVC ABI) needs an entry point that runs its static
+  // initializers (.CRT$XI* / .CRT$XC*), the exit functions it registers
+  // (static destructors) and its own DllMain, as MSVC's CRT links one.
+  bool needs_crt_entry() const {
+    if (req_.executable)
+      return false;
+    for (const Loaded &l : loaded_)
+      if (l.info.startup_sections)
+        return true;
+    const std::string dllmain = plan_.target.arch == exports::Arch::X86 ? "_DllMain@12" : "DllMain";
+    if (defines(dllmain))
+      return true;
+    for (const std::string &u : undefined_names())
+      if (is_exit_registration(u))
+        return true;
+    return false;
+  }
+
+  // Without a sysroot there is no CRT to run static constructors: say so
+  // rather than link a DLL whose globals are never constructed.
+  void warn_initializers_without_crt() {
+    if (!crt_entry_)
+      return;
+    plan_.diagnostics.push_back(Diagnostic{
+        Severity::Warning,
+        "the inputs have static initializers, exit functions or a DllMain, which need the C runtime's DLL entry "
+        "point; without a sysroot the DLL has none and they never run: link with --sysroot (e.g. /usr/" +
+            std::string(plan_.target.arch == exports::Arch::X86 ? "i686" : "x86_64") + "-w64-mingw32)",
+        {}, {}});
+    crt_entry_ = false;
+  }
+
+  // MSVC-ABI C++ against a mingw-w64 sysroot: hotlink's C++ runtime pieces
+  // (msvc_cxx.h), when the inputs reference them or need the entry point.
+  std::optional<Error> msvc_cxx_runtime(std::vector<std::string> &provided) {
+    if (sysroot_layout(req_.sysroot, plan_.target.arch) != "mingw-w64")
+      return std::nullopt;
+    std::vector<std::string> undefined = undefined_names();
+    bool maybe = crt_entry_;
+    for (const std::string &u : undefined)
+      maybe |= may_need_msvc_cxx(u);
+    if (!maybe)
+      return std::nullopt;
+    std::string crt = req_.windows_crt == WindowsCrt::Msvcrt ? "msvcrt" : "ucrt";
+    auto rt = detail::msvc_cxx_runtime(plan_.target, crt);
+    if (!rt)
+      return rt.take_error();
+    std::unordered_set<std::string> provides((*rt)->provides.begin(), (*rt)->provides.end());
+    bool used = crt_entry_;
+    for (const std::string &u : undefined)
+      used |= provides.count(u) > 0;
+    if (!used && !(*rt)->after_crt.empty())
+      for (const std::string &u : undefined)
+        used |= may_need_msvc_cxx(u);
+    if (!used)
+      return std::nullopt;
+    msvc_cxx_ = rt.value();
+    provided.insert(provided.end(), (*rt)->provides.begin(), (*rt)->provides.end());
     return std::nullopt;
   }
 
@@ -647,7 +731,7 @@ private:
         a.push_back(plain("-subsystem:console"));
       } else {
         a.push_back(plain("-dll"));
-        a.push_back(plain("-noentry"));
+        a.push_back(plain(crt_entry_ ? "-entry:_DllMainCRTStartup" : "-noentry"));
       }
       a.push_back(plain("-nodefaultlib"));
       a.push_back(plain("-Brepro"));
@@ -978,8 +1062,21 @@ private:
           thunk_error_ = obj.take_error();
         }
       }
+      if (msvc_cxx_)
+        add_libraries(msvc_cxx_->before_crt, "<hotlink MSVC C++ runtime: ");
       for (const std::string &lib : plan_.windows->link)
         a.push_back(plain(lib));
+      if (msvc_cxx_)
+        add_libraries(msvc_cxx_->after_crt, "<hotlink MSVC C++ runtime: ");
+    }
+  }
+
+  void add_libraries(const std::vector<MsvcCxxRuntime::Library> &libs, const std::string &shown) {
+    for (const MsvcCxxRuntime::Library &lib : libs) {
+      plan_.job.files.push_back(JobFile::borrow(lib.name, lib.bytes));
+      plan_.job.args.push_back(in_dir("", lib.name));
+      plan_.job.display_names.emplace_back(lib.name, shown + lib.name + ">");
+      plan_.runtime.push_back(lib.name);
     }
   }
 
@@ -1041,6 +1138,8 @@ private:
   std::shared_ptr<const RuntimeEnvironment> env_;
   std::shared_ptr<const RuntimeLink> runtime_;
   std::shared_ptr<const MingwEnvironment> mingw_;
+  std::shared_ptr<const MsvcCxxRuntime> msvc_cxx_;
+  bool crt_entry_ = false; // COFF DLL: -entry:_DllMainCRTStartup
   std::optional<Error> thunk_error_;
   std::optional<Error> library_error_; // a COFF -l that names no file
 };

@@ -2,6 +2,11 @@
 
 #include "exports/targets.h"
 
+#include "llvm/AsmParser/Parser.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/IR/Verifier.h"
 #include "llvm/MC/MCAsmBackend.h"
 #include "llvm/MC/MCAsmInfo.h"
 #include "llvm/MC/MCCodeEmitter.h"
@@ -20,6 +25,8 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/Target/TargetOptions.h"
 #include "llvm/TargetParser/Triple.h"
 
 #include <map>
@@ -249,6 +256,43 @@ Expected<std::vector<std::uint8_t>> import_thunks(const TargetInfo &target,
     }
   }
   return assemble(target.triple, source);
+}
+
+Expected<std::vector<std::uint8_t>> compile_ir(const std::string &triple_name, const std::string &ir,
+                                               const std::string &name) {
+  exports::initialize_llvm_targets();
+  llvm::Triple triple(triple_name);
+  std::string err;
+  const llvm::Target *t = llvm::TargetRegistry::lookupTarget(triple, err);
+  if (!t)
+    return make_error(ErrorCode::Internal, "no LLVM target for '" + triple_name + "': " + err);
+  std::unique_ptr<llvm::TargetMachine> tm(t->createTargetMachine(triple, "", "", llvm::TargetOptions(),
+                                                                 std::nullopt, std::nullopt,
+                                                                 llvm::CodeGenOptLevel::None));
+  if (!tm)
+    return make_error(ErrorCode::Internal, "LLVM has no code generator for '" + triple_name + "'");
+  llvm::LLVMContext ctx;
+  llvm::SMDiagnostic diag;
+  std::unique_ptr<llvm::Module> m = llvm::parseAssemblyString(ir, diag, ctx);
+  if (!m) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    diag.print(name.c_str(), os, false);
+    return make_error(ErrorCode::Internal, "support code " + name + " does not parse: " + text);
+  }
+  m->setTargetTriple(triple);
+  m->setDataLayout(tm->createDataLayout());
+  std::string broken;
+  llvm::raw_string_ostream broken_os(broken);
+  if (llvm::verifyModule(*m, &broken_os))
+    return make_error(ErrorCode::Internal, "support code " + name + " is invalid: " + broken);
+  llvm::SmallVector<char, 0> out;
+  llvm::raw_svector_ostream os(out);
+  llvm::legacy::PassManager pm;
+  if (tm->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::ObjectFile))
+    return make_error(ErrorCode::Internal, "LLVM cannot emit objects for '" + triple_name + "'");
+  pm.run(*m);
+  return std::vector<std::uint8_t>(out.begin(), out.end());
 }
 
 } // namespace hotlink::detail

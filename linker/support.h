@@ -31,4 +31,11 @@ Expected<std::vector<std::uint8_t>> import_thunks(const TargetInfo &target,
 Expected<std::vector<std::uint8_t>> assemble(const std::string &triple,
                                              const std::string &source);
 
+// Compiles LLVM IR text for `triple` (the module's data layout is set from
+// the target) into an object file with LLVM's code generator, without
+// optimization: support code says exactly what it does. Errors carry the
+// parser's message.
+Expected<std::vector<std::uint8_t>> compile_ir(const std::string &triple,
+                                               const std::string &ir, const std::string &name);
+
 } // namespace hotlink::detail

@@ -260,6 +260,11 @@ std::string find_coff_library(const std::string &name, const std::vector<std::st
   return {};
 }
 
+std::string sysroot_layout(const std::string &sysroot, Arch arch) {
+  auto layout = detect(sysroot, arch);
+  return layout ? layout->kind : std::string();
+}
+
 std::string sysroot_library_defining(const std::string &sysroot, Arch arch, const std::string &symbol) {
   auto layout = detect(sysroot, arch);
   if (!layout || symbol.empty())

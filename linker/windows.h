@@ -41,6 +41,10 @@ std::string find_coff_library(const std::string &name, const std::vector<std::st
                               const std::string &sysroot, exports::Arch arch,
                               std::vector<std::string> *looked = nullptr);
 
+// "mingw-w64" or "msvc" for a sysroot with import libraries for `arch`,
+// else empty.
+std::string sysroot_layout(const std::string &sysroot, exports::Arch arch);
+
 // The library of `sysroot` (a mingw-w64 or MSVC layout) whose symbol table
 // defines `symbol` or its __imp_ entry, as a file name ("libmingwex.a");
 // empty when none does. Reads every library's symbol table once per

@@ -4,6 +4,8 @@
 #include "cache/cache.h"
 #include "exports/symbols.h"
 #include "linker/implib.h"
+#include "linker/msvc_cxx.h"
+#include "linker/target.h"
 #include "linker/linker.h"
 #include "linker/service.h"
 #include "loader/structure.h"
@@ -441,6 +443,84 @@ TEST(WindowsDll, UndefinedSymbolsNameTheLibraryThatHasThem) {
   EXPECT_NE(without.error->hint.find("--sysroot " HOTLINK_TEST_MINGW_SYSROOT " -l mingwex"), std::string::npos)
       << without.error->hint;
   EXPECT_FALSE(test::exists(req.output_path));
+}
+
+// An MSVC-ABI C++ kernel against the mingw-w64 sysroot, which has no MSVC
+// C++ runtime: hotlink's import libraries and support code make it work
+// under Wine with either CRT (static constructor on load, destructor on
+// unload, throw/catch, new/delete, dynamic_cast, thread-safe statics).
+TEST(WindowsDll, MsvcCxxKernelRunsUnderWineWithEitherCrt) {
+  LinkService svc;
+  std::string dir = test::temp_dir();
+  LinkResult h = link_host_exe(svc, "msvc_host.c", dir);
+  ASSERT_TRUE(h.ok()) << h.error->to_string();
+  Bytes obj = test::compile_with({HOTLINK_TEST_CLANG, "--target=x86_64-pc-windows-msvc", "-x", "c++", "-O1",
+                                  "-fcxx-exceptions", "-fexceptions", "-c"},
+                                 source_file("msvc_kernel.cpp"));
+  for (WindowsCrt crt : {WindowsCrt::Auto, WindowsCrt::Msvcrt}) {
+    bool ucrt = crt == WindowsCrt::Auto;
+    SCOPED_TRACE(ucrt ? "ucrt" : "msvcrt");
+    LinkRequest req;
+    req.target = kWin64;
+    req.inputs.push_back(Input::memory("msvc_kernel.obj", obj));
+    req.sysroot = HOTLINK_TEST_MINGW_SYSROOT;
+    req.windows_crt = crt;
+    req.exports = ExportPolicy::list({"kernel", "watch_unload"});
+    req.output_path = dir + "/msvc.dll";
+    LinkResult r = svc.link(req);
+    ASSERT_TRUE(r.ok()) << r.error->to_string();
+    EXPECT_NE(std::find(r.runtime.begin(), r.runtime.end(), "hotlink-msvc-cxx.lib"), r.runtime.end());
+    std::string imports = coff_imports(req.output_path);
+    // The C++ runtime functions bind where MSVC binds them.
+    EXPECT_EQ(imports.find("Name: vcruntime140.dll") != std::string::npos, ucrt) << imports;
+    EXPECT_NE(imports.find("Symbol: __CxxFrameHandler3"), std::string::npos) << imports;
+    test::Run run = wine(dir, "host.exe");
+    ASSERT_EQ(run.code, 0) << run.out << run.err;
+    EXPECT_NE(run.out.find("msvc ok 1019 | caught 12 index out of range | unload 42\n"), std::string::npos)
+        << run.out;
+  }
+}
+
+// The support code compiles for every Windows architecture, with each
+// one's spelling of the names (i386: PAX / I, stdcall's @12).
+TEST(WindowsDll, MsvcCxxRuntimeIsMadeForEveryArchitecture) {
+  struct Case {
+    const char *triple, *new_name, *entry;
+  } cases[] = {
+      {"x86_64-pc-windows-msvc", "??2@YAPEAX_K@Z", "_DllMainCRTStartup"},
+      {"aarch64-pc-windows-msvc", "??2@YAPEAX_K@Z", "_DllMainCRTStartup"},
+      {"i686-pc-windows-msvc", "??2@YAPAXI@Z", "__DllMainCRTStartup@12"},
+  };
+  for (const Case &c : cases) {
+    SCOPED_TRACE(c.triple);
+    auto target = detail::resolve_target(c.triple);
+    ASSERT_TRUE(target.ok());
+    for (const char *crt : {"ucrt", "msvcrt"}) {
+      auto rt = detail::msvc_cxx_runtime(*target, crt);
+      ASSERT_TRUE(rt.ok()) << rt.error().to_string();
+      const std::vector<std::string> &p = (*rt)->provides;
+      for (const char *name : {c.new_name, c.entry})
+        EXPECT_NE(std::find(p.begin(), p.end(), name), p.end()) << crt << " " << name;
+    }
+  }
+}
+
+// Static constructors without a sysroot would never run: the link says so.
+TEST(WindowsDll, StaticConstructorsWithoutASysrootAreReported) {
+  LinkService svc;
+  LinkRequest req;
+  req.target = kWin64;
+  req.inputs.push_back(Input::memory(
+      "s.obj", test::compile_with({HOTLINK_TEST_CLANG, "--target=x86_64-pc-windows-msvc", "-x", "c++", "-O1", "-c"},
+                                  "int seed();\nint value = seed();\nextern \"C\" int get() { return value; }\n")));
+  req.exports = ExportPolicy::list({"get"});
+  req.undefined = Undefined::Allow;
+  LinkResult r = svc.link(req);
+  ASSERT_TRUE(r.ok()) << r.error->to_string();
+  bool warned = false;
+  for (const Diagnostic &d : r.diagnostics)
+    warned |= d.severity == Severity::Warning && d.message.find("static initializers") != std::string::npos;
+  EXPECT_TRUE(warned);
 }
 
 // ---------------------------------------------------------------------------
