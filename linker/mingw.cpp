@@ -6,6 +6,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <mutex>
@@ -48,6 +49,8 @@ void resolve(MingwEnvironment &env, const DriverLine &line, const TargetInfo &ta
       std::string path = find_coff_library(a.substr(2), env.lib_dirs, "", target.arch);
       if (!path.empty())
         record(path);
+      else if (std::find(env.unresolved.begin(), env.unresolved.end(), a) == env.unresolved.end())
+        env.unresolved.push_back(a);
     } else if (!r.starts_with("-") && (r.ends_with(".o") || r.ends_with(".obj"))) {
       bool exists = llvm::sys::fs::is_regular_file(a);
       if (first_object && !exists) {
@@ -58,11 +61,31 @@ void resolve(MingwEnvironment &env, const DriverLine &line, const TargetInfo &ta
       first_object = false;
       if (exists)
         record(a);
+      else
+        env.unresolved.push_back(a);
     }
   }
   env.found = !first_object;
   if (!env.found && env.missing.empty())
     env.missing = "clang's driver named no startup object for " + target.triple;
+}
+
+// hotlink's --sysroot for Windows names the folder of import libraries
+// (/usr/x86_64-w64-mingw32); clang's mingw driver wants the root that holds
+// it and GCC's lib/gcc/<triple> (/usr). Given the former, the driver gets
+// its parent.
+std::string driver_sysroot(const std::string &sysroot, const TargetInfo &target) {
+  if (sysroot.empty())
+    return sysroot;
+  std::string trimmed = sysroot;
+  while (trimmed.size() > 1 && trimmed.back() == '/')
+    trimmed.pop_back();
+  StringRef name = llvm::sys::path::filename(trimmed);
+  bool triple_folder = name.ends_with("-w64-mingw32") &&
+                       llvm::sys::fs::is_regular_file(trimmed + "/lib/libkernel32.a") &&
+                       !llvm::sys::fs::is_directory(trimmed + "/" + name.str());
+  (void)target;
+  return triple_folder ? llvm::sys::path::parent_path(trimmed).str() : sysroot;
 }
 
 } // namespace
@@ -86,7 +109,7 @@ mingw_environment(const TargetInfo &target, const std::string &sysroot, CxxLibra
   if (it != known.end())
     return it->second;
   auto t0 = std::chrono::steady_clock::now();
-  auto line = driver_link_line(target, sysroot, cxx);
+  auto line = driver_link_line(target, driver_sysroot(sysroot, target), cxx);
   if (!line)
     return line.take_error();
   auto env = std::make_shared<MingwEnvironment>();

@@ -12,6 +12,9 @@
 // - `found` is false when the driver's startup object does not exist (no
 //   mingw-w64 toolchain for the target and no --sysroot): `missing` says
 //   what was looked for; the planner then links bare and warns.
+// - A --sysroot naming the <triple> folder of import libraries (as for the
+//   -windows-msvc targets, /usr/x86_64-w64-mingw32) stands for the root
+//   the driver expects (its parent, which holds lib/gcc/<triple>/ too).
 // - Every -l of the line is resolved here, in the driver's search order
 //   (coff_library_candidates in the line's -L folders), for the cache key's
 //   fingerprints and LinkResult::runtime; lld's MinGW driver resolves the
@@ -36,6 +39,9 @@ struct MingwEnvironment {
   std::vector<std::string> before; // flags and startup objects: before the inputs
   std::vector<std::string> after;  // libraries and crtend.o: after them
   std::vector<std::string> lib_dirs;
+  // What the line names that does not exist (an incomplete toolchain):
+  // "-lstdc++", or a startup object's path.
+  std::vector<std::string> unresolved;
   std::vector<std::string> summary;      // file names, in link order, each once
   std::vector<std::string> fingerprints; // "path size mtime" of each file
   double build_ms = 0;

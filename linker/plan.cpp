@@ -534,6 +534,18 @@ private:
           {}, {}});
       return std::nullopt;
     }
+    if (!(*env)->unresolved.empty()) {
+      std::string list;
+      for (const std::string &u : (*env)->unresolved)
+        list += (list.empty() ? "" : ", ") + u;
+      return make_error(ErrorCode::InputNotFound,
+                        "the mingw-w64 runtime for " + plan_.target.triple + " is incomplete: " + list +
+                            " not found" + (req_.sysroot.empty() ? "" : " under " + req_.sysroot),
+                        req_.sysroot, "--sysroot",
+                        "install " + mingw_package(plan_.target) +
+                            (req_.sysroot.empty() ? "" : ", or give the root that holds lib/gcc/<triple>/") +
+                            (cxx_library(scan_symbols()) == CxxLibrary::None ? "" : " (C++ needs its libstdc++)"));
+    }
     mingw_ = env.value();
     plan_.runtime = mingw_->summary;
     plan_.fingerprints.insert(plan_.fingerprints.end(), mingw_->fingerprints.begin(), mingw_->fingerprints.end());

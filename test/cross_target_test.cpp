@@ -647,6 +647,35 @@ TEST(MingwDll, UndefinedWin32FunctionNamesItsLibrary) {
   EXPECT_NE(coff_imports(req.output_path).find("Name: WINMM.dll"), std::string::npos);
 }
 
+// --sysroot for a mingw target: the triple's folder (as for -windows-msvc)
+// or the root holding it; a root without the runtime's libraries is an
+// error that names what is missing, not a link that fails inside lld.
+TEST(MingwDll, SysrootMayNameTheTripleFolderOrTheRoot) {
+  LinkService svc;
+  LinkRequest req;
+  req.target = kMingw64;
+  req.inputs.push_back(Input::memory("p.o", test::compile_c(kMingw64, "#include <stdio.h>\n"
+                                                                     "int show(int x) { return printf(\"%d\", x); }\n")));
+  req.exports = ExportPolicy::list({"show"});
+  for (const char *root : {HOTLINK_TEST_MINGW_SYSROOT, "/usr"}) {
+    SCOPED_TRACE(root);
+    req.sysroot = root;
+    LinkResult r = svc.link(req);
+    ASSERT_TRUE(r.ok()) << r.error->to_string();
+    EXPECT_NE(std::find(r.runtime.begin(), r.runtime.end(), "libmingwex.a"), r.runtime.end());
+  }
+  std::string fake = test::temp_dir();
+  ASSERT_TRUE(std::filesystem::create_directories(fake + "/x86_64-w64-mingw32/lib"));
+  test::write_file(fake + "/x86_64-w64-mingw32/lib/dllcrt2.o",
+                   test::read_file(HOTLINK_TEST_MINGW_SYSROOT "/lib/dllcrt2.o"));
+  req.sysroot = fake;
+  LinkResult r = svc.link(req);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error->code, ErrorCode::InputNotFound);
+  EXPECT_NE(r.error->message.find("-lmingw32"), std::string::npos) << r.error->to_string();
+  EXPECT_NE(r.error->hint.find("g++-mingw-w64-x86-64-posix"), std::string::npos) << r.error->to_string();
+}
+
 // No mingw-w64 toolchain for the target: a self-contained kernel still
 // links, with a warning that names what is missing and the package.
 TEST(MingwDll, WithoutTheRuntimeALinkIsBareAndSaysWhy) {
