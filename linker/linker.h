@@ -101,17 +101,21 @@ struct LinkRequest {
   bool debug = false; // COFF: link the inputs' CodeView debug info into a PDB
   std::vector<std::string> libraries; // -l names (or archive paths)
   std::vector<std::string> library_paths;
-  // COFF: a mingw-w64 sysroot (e.g. /usr/x86_64-w64-mingw32) or an MSVC /
-  // Windows SDK library folder. With it, CRT and Win32 calls resolve
-  // against its import libraries (LinkResult::system_libraries says which).
+  // ELF: the target's root (libc, GCC's libraries). *-windows-msvc: a
+  // mingw-w64 sysroot (e.g. /usr/x86_64-w64-mingw32) or an MSVC / Windows
+  // SDK library folder; with it, CRT and Win32 calls resolve against its
+  // import libraries (LinkResult::system_libraries says which), and C++
+  // gets hotlink's MSVC C++ runtime. *-w64-mingw32: that folder, or the
+  // toolchain root holding it and lib/gcc/<triple>/ (default: clang's
+  // driver finds the installed toolchain).
   std::string sysroot;
   WindowsCrt windows_crt = WindowsCrt::Auto;
   // COFF: link a console executable starting at `entry` instead of a DLL
   // (e.g. a small host program that loads JIT DLLs).
   bool executable = false;
   std::string entry;
-  Runtime runtime = Runtime::Auto;       // ELF
-  CxxRuntime cxx_runtime = CxxRuntime::Auto; // ELF
+  Runtime runtime = Runtime::Auto;       // ELF and *-w64-mingw32
+  CxxRuntime cxx_runtime = CxxRuntime::Auto; // ELF and *-w64-mingw32
   // ELF: with the runtime environment, shared libraries reach lld as
   // stubs holding only the symbols the link names (same artifact, a
   // fraction of lld's time); false passes the driver's line as it is (the
@@ -189,8 +193,11 @@ struct LinkResult {
   std::vector<std::string> import_thunks;    // COFF sysroot: functions made
                                              // callable from __imp_ entries
   std::string windows_crt;                   // "ucrt" or "msvcrt", with a sysroot
-  // ELF: what the runtime environment added, as file names ("crti.o",
-  // "libc.so.6", "libgcc.a", ...), in link order; empty for a bare link.
+  // What the runtime environment added, as file names, in link order:
+  // ELF ("crti.o", "libc.so.6", "libgcc.a", ...), *-w64-mingw32
+  // ("dllcrt2.o", "libmingwex.a", ...), and for MSVC-ABI C++ against a
+  // mingw-w64 sysroot hotlink's own libraries ("hotlink-msvc-cxx.lib",
+  // "vcruntime140.lib", ...); empty for a bare link.
   std::vector<std::string> runtime;
   std::vector<Diagnostic> diagnostics; // everything lld said
   // lld's command line, one argument per element (argv[0] is the flavor);

@@ -53,8 +53,9 @@ void add_options(CLI::App &app, Options &o) {
   app.add_option("-l", r.libraries, "link library LIB (repeatable)")
       ->allow_extra_args(false)->type_name("LIB")->group(libs);
   app.add_option("--sysroot", r.sysroot,
-                 "sysroot for library lookup; COFF: a mingw-w64 sysroot (/usr/x86_64-w64-mingw32) or an "
-                 "MSVC/SDK lib folder, whose CRT and Win32 import libraries resolve calls")
+                 "sysroot for library lookup; -windows-msvc: a mingw-w64 sysroot (/usr/x86_64-w64-mingw32) or "
+                 "an MSVC/SDK lib folder, whose CRT and Win32 import libraries resolve calls; -w64-mingw32: that "
+                 "folder or the toolchain root holding it (/usr)")
       ->type_name("DIR")->group(libs);
   app.add_option("--exclude-member", r.exclude_members, "leave archive member M (MEMBER.o or LIB.a(MEMBER.o)) out")
       ->allow_extra_args(false)->type_name("M")->group(libs);
@@ -71,10 +72,11 @@ void add_options(CLI::App &app, Options &o) {
       ->type_name("FILE")->group(elf);
   app.add_flag("--no-default-libs", o.no_default_libs,
                "link the inputs alone, without the target's C library, startup objects and libgcc (a bare "
-               "link)")
+               "link; also for -w64-mingw32)")
       ->group(elf);
   app.add_option("--cxx-runtime", o.cxx_runtime,
-                 "auto (default: libstdc++ when the inputs use C++), libstdc++, libc++ or none")
+                 "auto (default: libstdc++ when the inputs use C++; also for -w64-mingw32), libstdc++, libc++ "
+                 "or none")
       ->type_name("R")->group(elf);
   app.add_flag("--no-symbolic", o.no_symbolic,
                "leave the artifact's own definitions preemptible (default: -Bsymbolic-non-weak, which "
