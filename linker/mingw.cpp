@@ -13,21 +13,11 @@
 #include <set>
 #include <tuple>
 
-#include <sys/stat.h>
-
 namespace hotlink::detail {
 
 namespace {
 
 using llvm::StringRef;
-
-std::string fingerprint(const std::string &path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0)
-    return path + " missing";
-  return path + " " + std::to_string(st.st_size) + " " + std::to_string(st.st_mtim.tv_sec) + "." +
-         std::to_string(st.st_mtim.tv_nsec);
-}
 
 // Splits the driver's line at the inputs and resolves what it names.
 void resolve(MingwEnvironment &env, const DriverLine &line, const TargetInfo &target) {
@@ -36,7 +26,7 @@ void resolve(MingwEnvironment &env, const DriverLine &line, const TargetInfo &ta
     if (!seen.insert(path).second)
       return;
     env.summary.push_back(llvm::sys::path::filename(path).str());
-    env.fingerprints.push_back(fingerprint(path));
+    env.fingerprints.push_back(file_fingerprint(path));
   };
   bool first_object = true;
   for (std::size_t i = 0; i < line.args.size(); ++i) {
@@ -74,7 +64,7 @@ void resolve(MingwEnvironment &env, const DriverLine &line, const TargetInfo &ta
 // (/usr/x86_64-w64-mingw32); clang's mingw driver wants the root that holds
 // it and GCC's lib/gcc/<triple> (/usr). Given the former, the driver gets
 // its parent.
-std::string driver_sysroot(const std::string &sysroot, const TargetInfo &target) {
+std::string driver_sysroot(const std::string &sysroot) {
   if (sysroot.empty())
     return sysroot;
   std::string trimmed = sysroot;
@@ -84,7 +74,6 @@ std::string driver_sysroot(const std::string &sysroot, const TargetInfo &target)
   bool triple_folder = name.ends_with("-w64-mingw32") &&
                        llvm::sys::fs::is_regular_file(trimmed + "/lib/libkernel32.a") &&
                        !llvm::sys::fs::is_directory(trimmed + "/" + name.str());
-  (void)target;
   return triple_folder ? llvm::sys::path::parent_path(trimmed).str() : sysroot;
 }
 
@@ -109,7 +98,7 @@ mingw_environment(const TargetInfo &target, const std::string &sysroot, CxxLibra
   if (it != known.end())
     return it->second;
   auto t0 = std::chrono::steady_clock::now();
-  auto line = driver_link_line(target, driver_sysroot(sysroot, target), cxx);
+  auto line = driver_link_line(target, driver_sysroot(sysroot), cxx);
   if (!line)
     return line.take_error();
   auto env = std::make_shared<MingwEnvironment>();

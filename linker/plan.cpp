@@ -452,6 +452,16 @@ private:
     return scan;
   }
 
+  // The names the inputs define.
+  std::unordered_set<std::string_view> defined_names() const {
+    std::unordered_set<std::string_view> defined;
+    for (const Loaded &l : loaded_)
+      for (const exports::Symbol &s : l.info.symbols)
+        if (s.defined)
+          defined.insert(s.name);
+    return defined;
+  }
+
   CxxLibrary cxx_library(const SymbolScan &scan) const {
     switch (req_.cxx_runtime) {
     case CxxRuntime::Libstdcxx: return CxxLibrary::Libstdcxx;
@@ -462,11 +472,7 @@ private:
     if (!scan.cxx_reference)
       return CxxLibrary::None;
     // A C++ name another input defines is not the runtime's.
-    std::unordered_set<std::string_view> defined;
-    for (const Loaded &l : loaded_)
-      for (const exports::Symbol &s : l.info.symbols)
-        if (s.defined)
-          defined.insert(s.name);
+    std::unordered_set<std::string_view> defined = defined_names();
     for (std::string_view n : scan.undefined)
       if (is_cxx_runtime_symbol(n) && !defined.count(n))
         return CxxLibrary::Libstdcxx;
@@ -523,7 +529,8 @@ private:
   std::optional<Error> mingw_runtime() {
     if (req_.runtime == Runtime::None)
       return std::nullopt;
-    auto env = mingw_environment(plan_.target, req_.sysroot, cxx_library(scan_symbols()));
+    CxxLibrary cxx = cxx_library(scan_symbols());
+    auto env = mingw_environment(plan_.target, req_.sysroot, cxx);
     if (!env)
       return env.take_error();
     if (!(*env)->found) {
@@ -544,7 +551,7 @@ private:
                         req_.sysroot, "--sysroot",
                         "install " + mingw_package(plan_.target) +
                             (req_.sysroot.empty() ? "" : ", or give the root that holds lib/gcc/<triple>/") +
-                            (cxx_library(scan_symbols()) == CxxLibrary::None ? "" : " (C++ needs its libstdc++)"));
+                            (cxx == CxxLibrary::None ? "" : " (C++ needs its libstdc++)"));
     }
     mingw_ = env.value();
     plan_.runtime = mingw_->summary;
@@ -555,11 +562,7 @@ private:
   // A link without a C library: references to C library functions bind
   // at load time to whatever the process has, without symbol versions.
   void warn_bare(const std::unordered_set<std::string_view> &undefined, const RuntimeEnvironment *env) {
-    std::unordered_set<std::string_view> defined;
-    for (const Loaded &l : loaded_)
-      for (const exports::Symbol &s : l.info.symbols)
-        if (s.defined)
-          defined.insert(s.name);
+    std::unordered_set<std::string_view> defined = defined_names();
     std::vector<std::string> named;
     for (const Loaded &l : loaded_)
       for (const exports::Symbol &s : l.info.symbols)
@@ -591,7 +594,8 @@ private:
   std::optional<Error> windows_libraries() {
     if (!coff() || mingw())
       return std::nullopt;
-    crt_entry_ = needs_crt_entry();
+    std::vector<std::string> undefined = undefined_names();
+    crt_entry_ = needs_crt_entry(undefined);
     if (req_.sysroot.empty()) {
       warn_initializers_without_crt();
       return std::nullopt;
@@ -602,7 +606,7 @@ private:
     std::vector<std::string> provided;
     if (req_.support_objects)
       provided = support_symbols(plan_.target);
-    HOTLINK_STEP(msvc_cxx_runtime(provided));
+    HOTLINK_STEP(msvc_cxx_runtime(undefined, provided));
     auto w = with_infos([&](const std::vector<exports::ObjectInfo> &all) {
       return plan_windows_libraries(plan_.target, req_, all, names, provided);
     });
@@ -618,11 +622,7 @@ private:
 
   // The names the inputs reference and none of them defines.
   std::vector<std::string> undefined_names() const {
-    std::unordered_set<std::string_view> defined;
-    for (const Loaded &l : loaded_)
-      for (const exports::Symbol &s : l.info.symbols)
-        if (s.defined)
-          defined.insert(s.name);
+    std::unordered_set<std::string_view> defined = defined_names();
     std::vector<std::string> out;
     for (const Loaded &l : loaded_)
       for (const exports::Symbol &s : l.info.symbols)
@@ -634,7 +634,7 @@ private:
   // A DLL (MSVC ABI) needs an entry point that runs its static
   // initializers (.CRT$XI* / .CRT$XC*), the exit functions it registers
   // (static destructors) and its own DllMain, as MSVC's CRT links one.
-  bool needs_crt_entry() const {
+  bool needs_crt_entry(const std::vector<std::string> &undefined) const {
     if (req_.executable)
       return false;
     for (const Loaded &l : loaded_)
@@ -643,7 +643,7 @@ private:
     const std::string dllmain = plan_.target.arch == exports::Arch::X86 ? "_DllMain@12" : "DllMain";
     if (defines(dllmain))
       return true;
-    for (const std::string &u : undefined_names())
+    for (const std::string &u : undefined)
       if (is_exit_registration(u))
         return true;
     return false;
@@ -665,26 +665,22 @@ private:
 
   // MSVC-ABI C++ against a mingw-w64 sysroot: hotlink's C++ runtime pieces
   // (msvc_cxx.h), when the inputs reference them or need the entry point.
-  std::optional<Error> msvc_cxx_runtime(std::vector<std::string> &provided) {
-    if (sysroot_layout(req_.sysroot, plan_.target.arch) != "mingw-w64")
-      return std::nullopt;
-    std::vector<std::string> undefined = undefined_names();
-    bool maybe = crt_entry_;
+  std::optional<Error> msvc_cxx_runtime(const std::vector<std::string> &undefined,
+                                        std::vector<std::string> &provided) {
+    bool cxx = false;
     for (const std::string &u : undefined)
-      maybe |= may_need_msvc_cxx(u);
-    if (!maybe)
+      cxx |= may_need_msvc_cxx(u);
+    if ((!cxx && !crt_entry_) || sysroot_layout(req_.sysroot, plan_.target.arch) != "mingw-w64")
       return std::nullopt;
     std::string crt = req_.windows_crt == WindowsCrt::Msvcrt ? "msvcrt" : "ucrt";
     auto rt = detail::msvc_cxx_runtime(plan_.target, crt);
     if (!rt)
       return rt.take_error();
     std::unordered_set<std::string> provides((*rt)->provides.begin(), (*rt)->provides.end());
-    bool used = crt_entry_;
+    // With msvcrt, what it lacks comes from an import library after it.
+    bool used = crt_entry_ || (cxx && !(*rt)->after_crt.empty());
     for (const std::string &u : undefined)
       used |= provides.count(u) > 0;
-    if (!used && !(*rt)->after_crt.empty())
-      for (const std::string &u : undefined)
-        used |= may_need_msvc_cxx(u);
     if (!used)
       return std::nullopt;
     msvc_cxx_ = rt.value();

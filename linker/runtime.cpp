@@ -241,12 +241,9 @@ private:
   }
 
   void fingerprint(const std::string &path) {
-    struct stat st;
-    if (::stat(path.c_str(), &st) != 0)
-      return;
-    env_.fingerprints.push_back(path + " " + std::to_string(st.st_size) + " " +
-                                std::to_string(st.st_mtim.tv_sec) + "." +
-                                std::to_string(st.st_mtim.tv_nsec));
+    std::string fp = file_fingerprint(path);
+    if (!fp.empty())
+      env_.fingerprints.push_back(std::move(fp));
   }
 
   // As lld decides it (ScriptParser's isUnderSysroot): some parent of the
@@ -468,6 +465,14 @@ std::mutex g_env_mutex;
 std::map<EnvKey, std::shared_ptr<const RuntimeEnvironment>> g_envs;
 
 } // namespace
+
+std::string file_fingerprint(const std::string &path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0)
+    return {};
+  return path + " " + std::to_string(st.st_size) + " " + std::to_string(st.st_mtim.tv_sec) + "." +
+         std::to_string(st.st_mtim.tv_nsec);
+}
 
 Expected<std::shared_ptr<const RuntimeEnvironment>>
 runtime_environment(const TargetInfo &target, const std::string &sysroot, CxxLibrary cxx) {

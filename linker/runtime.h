@@ -171,6 +171,10 @@ std::vector<std::uint8_t> write_stub(const SharedLibrary &lib,
 // Reads what a stub needs of a shared library. Errors name the file.
 Expected<SharedLibrary> read_shared_library(const std::string &path);
 
+// "path size mtime" of a file the runtime resolved, for the cache key;
+// empty when it cannot be read.
+std::string file_fingerprint(const std::string &path);
+
 // Whether a symbol name is one the C++ runtime provides or that C++ code
 // reaches it through (operator new/delete, __cxa_*, personality, std::).
 bool is_cxx_runtime_symbol(std::string_view name);
