@@ -11,6 +11,7 @@
 #include "loader/structure.h"
 #include "test/support.h"
 
+#include "llvm/Object/Archive.h"
 #include "llvm/Support/JSON.h"
 
 #include <gtest/gtest.h>
@@ -278,6 +279,20 @@ std::string coff_imports(const std::string &path) {
   return r.out;
 }
 
+// The names a DLL exports, sorted.
+std::vector<std::string> coff_export_names(const std::string &dll) {
+  test::Run r = test::run({HOTLINK_TEST_LLVM_READOBJ, "--coff-exports", dll});
+  EXPECT_EQ(r.code, 0) << r.err;
+  std::vector<std::string> names;
+  for (std::size_t at = r.out.find("  Name: "); at != std::string::npos; at = r.out.find("  Name: ", at + 1)) {
+    std::size_t from = at + 8, end = r.out.find('\n', from);
+    if (end > from)
+      names.push_back(r.out.substr(from, end - from));
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
 // Runs `exe` under Wine in its directory, with a prefix kept in the build
 // tree (created on first use) and `dll_path` as Wine's DLL search path;
 // killed, with everything it started, after 180 s.
@@ -505,6 +520,43 @@ TEST(WindowsDll, MsvcCxxRuntimeIsMadeForEveryArchitecture) {
   }
 }
 
+// Every function hotlink's import libraries name is exported by the DLL
+// it names (Wine's builds of vcruntime140, vcruntime140_1, msvcp140 and
+// msvcrt): a name the DLL lacks would fail only when the DLL loads.
+TEST(WindowsDll, MsvcCxxImportLibrariesNameOnlyWhatTheDllsExport) {
+  auto target = detail::resolve_target(kWin64);
+  ASSERT_TRUE(target.ok());
+  for (const char *crt : {"ucrt", "msvcrt"}) {
+    SCOPED_TRACE(crt);
+    auto rt = detail::msvc_cxx_runtime(*target, crt);
+    ASSERT_TRUE(rt.ok()) << rt.error().to_string();
+    std::vector<detail::MsvcCxxRuntime::Library> libs = (*rt)->before_crt;
+    libs.insert(libs.end(), (*rt)->after_crt.begin(), (*rt)->after_crt.end());
+    std::size_t checked = 0;
+    for (const auto &lib : libs) {
+      if (lib.name == "hotlink-msvc-cxx.lib")
+        continue; // support code, not imports
+      std::string dll = lib.name.substr(0, lib.name.size() - 4) + ".dll";
+      if (dll == "msvcrt-cxx.dll")
+        dll = "msvcrt.dll";
+      std::vector<std::string> exported = coff_export_names(std::string(HOTLINK_TEST_WINE_DLL_DIR) + "/" + dll);
+      ASSERT_FALSE(exported.empty()) << dll;
+      llvm::MemoryBufferRef ref(llvm::StringRef(reinterpret_cast<const char *>(lib.bytes.data()), lib.bytes.size()),
+                                lib.name);
+      auto archive = llvm::object::Archive::create(ref);
+      ASSERT_TRUE(bool(archive)) << llvm::toString(archive.takeError());
+      for (const llvm::object::Archive::Symbol &sym : (*archive)->symbols()) {
+        llvm::StringRef name = sym.getName();
+        if (!name.consume_front("__imp_"))
+          continue;
+        ++checked;
+        EXPECT_TRUE(std::binary_search(exported.begin(), exported.end(), name.str())) << dll << ": " << name.str();
+      }
+    }
+    EXPECT_GT(checked, 10u);
+  }
+}
+
 // Static constructors without a sysroot would never run: the link says so.
 TEST(WindowsDll, StaticConstructorsWithoutASysrootAreReported) {
   LinkService svc;
@@ -527,19 +579,6 @@ TEST(WindowsDll, StaticConstructorsWithoutASysrootAreReported) {
 // GNU-ABI DLLs (x86_64-w64-mingw32): the runtime a mingw driver links.
 
 const char *kMingw64 = "x86_64-w64-mingw32";
-
-std::vector<std::string> coff_export_names(const std::string &dll) {
-  test::Run r = test::run({HOTLINK_TEST_LLVM_READOBJ, "--coff-exports", dll});
-  EXPECT_EQ(r.code, 0) << r.err;
-  std::vector<std::string> names;
-  for (std::size_t at = r.out.find("  Name: "); at != std::string::npos; at = r.out.find("  Name: ", at + 1)) {
-    std::size_t from = at + 8, end = r.out.find('\n', from);
-    if (end > from)
-      names.push_back(r.out.substr(from, end - from));
-  }
-  std::sort(names.begin(), names.end());
-  return names;
-}
 
 // A C++ kernel with exceptions, std::string and a static constructor, from
 // clang++ and from mingw-w64 GCC: linked with libstdc++ and the mingw
