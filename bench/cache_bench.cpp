@@ -15,8 +15,9 @@
 #include "bench/bench_support.h"
 #include "cache/cache.h"
 #include "linker/service.h"
+#include "loader/cache_entry.h"
 #include "loader/loader.h"
-#include "loader/signature.h"
+#include "trust/signature.h"
 #include "test/redis_server.h"
 
 #include <benchmark/benchmark.h>
@@ -118,7 +119,7 @@ void BM_CallerKeyHit(benchmark::State &state) {
     auto got = cache->get_or_build(key, produce);
     if (!got || !got->hit)
       return state.SkipWithError("not a hit");
-    auto lib = hotlink::cache::load(got->entry);
+    auto lib = hotlink::loader::load(got->entry);
     if (!lib)
       return state.SkipWithError("load failed");
     state.SetIterationTime(seconds_since(t0));

@@ -1,10 +1,11 @@
 #include "cache/cache.h"
+#include "cache/manifest.h"
 
-#include "loader/hot_module.h"
-#include "loader/loader.h"
+#include "base/clock.h"
+#include "base/files.h"
+#include "trust/blake3.h"
 
 #include "llvm/ADT/StringExtras.h"
-#include "llvm/Support/BLAKE3.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/Path.h"
@@ -31,40 +32,13 @@
 
 namespace hotlink::cache {
 
+using namespace manifest;
+
 namespace {
 
-constexpr int kFormat = 1;
 constexpr const char *kMarker = "hotlink-cache";
 constexpr const char *kManifest = ".m", *kArtifact = ".a", *kLock = ".lock";
 
-// The files that travel with an artifact, each in the manifest (size and
-// BLAKE3), in the cache directory (KEY + ext) and in Redis (KEY:part).
-struct Companion {
-  const char *json, *ext, *remote_part, *what;
-  std::uint64_t Manifest::*size;
-  std::string Manifest::*blake3;
-};
-constexpr Companion kCompanions[] = {
-    {"def", ".def", "d", ".def", &Manifest::def_size, &Manifest::def_blake3},
-    {"implib", ".lib", "l", "import library", &Manifest::implib_size, &Manifest::implib_blake3},
-    {"pdb", ".pdb", "p", "PDB", &Manifest::pdb_size, &Manifest::pdb_blake3},
-};
-
-// Companion i's bytes in an artifact (the .def is text).
-std::pair<const std::uint8_t *, std::size_t> companion_bytes(const Artifact &a, std::size_t i) {
-  switch (i) {
-  case 0: return {reinterpret_cast<const std::uint8_t *>(a.def.data()), a.def.size()};
-  case 1: return {a.implib.data(), a.implib.size()};
-  default: return {a.pdb.data(), a.pdb.size()};
-  }
-}
-void set_companion(Artifact &a, std::size_t i, std::vector<std::uint8_t> bytes) {
-  switch (i) {
-  case 0: a.def.assign(bytes.begin(), bytes.end()); break;
-  case 1: a.implib = std::move(bytes); break;
-  default: a.pdb = std::move(bytes); break;
-  }
-}
 bool is_entry_file(const std::string &ext) {
   if (ext == kManifest || ext == kArtifact)
     return true;
@@ -80,25 +54,6 @@ constexpr std::chrono::seconds kTemporaryGrace{10};
 constexpr std::chrono::seconds kAutoPruneInterval{3600};
 
 std::string errno_text(int e) { return std::strerror(e); }
-
-std::string hex_of(const std::uint8_t *p, std::size_t n) {
-  return llvm::toHex(llvm::ArrayRef<std::uint8_t>(p, n), /*LowerCase=*/true);
-}
-
-std::string blake3_of(const void *data, std::size_t size) {
-  auto h = llvm::BLAKE3::hash(
-      llvm::ArrayRef<std::uint8_t>(static_cast<const std::uint8_t *>(data), size));
-  return hex_of(h.data(), h.size());
-}
-
-bool is_hex_key(const std::string &s) {
-  if (s.size() != 64)
-    return false;
-  for (char c : s)
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
-      return false;
-  return true;
-}
 
 // An owned file descriptor.
 class Fd {
@@ -126,20 +81,6 @@ public:
 private:
   int fd_ = -1;
 };
-
-bool write_all(int fd, const void *data, std::size_t size) {
-  const char *p = static_cast<const char *>(data);
-  while (size > 0) {
-    ssize_t n = ::write(fd, p, size);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      return false;
-    p += n;
-    size -= static_cast<std::size_t>(n);
-  }
-  return true;
-}
 
 // Reads exactly `size` bytes from the start of fd.
 bool read_exact(int fd, std::vector<std::uint8_t> &out, std::uint64_t size) {
@@ -180,136 +121,6 @@ bool flock_until(int fd, int op, std::chrono::steady_clock::time_point deadline)
   }
 }
 
-std::int64_t now_seconds() {
-  return std::chrono::duration_cast<std::chrono::seconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-std::string unique_suffix() {
-  static std::atomic<std::uint64_t> counter{0};
-  static const std::uint64_t seed = [] {
-    std::random_device rd;
-    return (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
-  }();
-  std::uint64_t v = seed ^ (counter.fetch_add(1) * 0x9e3779b97f4a7c15ull);
-  char buf[64];
-  std::snprintf(buf, sizeof buf, ".tmp-%d-%016llx", static_cast<int>(::getpid()),
-                static_cast<unsigned long long>(v));
-  return buf;
-}
-
-// ---------------------------------------------------------------------------
-// The manifest: JSON, then a line "blake3 <hex of the JSON>".
-
-// The manifest's JSON (a statement: loader/signature.h).
-std::string encode_manifest(const Manifest &m) {
-  llvm::json::Array exports;
-  for (const std::string &e : m.exports)
-    exports.push_back(e);
-  llvm::json::Object o{
-      {"format", m.format},
-      {"key", m.key},
-      {"name", m.name},
-      {"target", m.target},
-      {"size", static_cast<std::int64_t>(m.size)},
-      {"blake3", m.blake3},
-      {"exports", std::move(exports)},
-      {"created", m.created},
-      {"hotlink_version", m.hotlink_version},
-      {"linker_version", m.linker_version},
-      {"build_ms", m.build_ms},
-  };
-  for (const Companion &c : kCompanions)
-    if (!(m.*c.blake3).empty())
-      o[c.json] = llvm::json::Object{{"size", static_cast<std::int64_t>(m.*c.size)},
-                                     {"blake3", m.*c.blake3}};
-  std::string body;
-  llvm::raw_string_ostream os(body);
-  os << llvm::json::Value(std::move(o));
-  os.flush();
-  return body;
-}
-
-// Returns the reason it is refused, or empty.
-std::string decode_manifest(const std::string &text, Manifest &m) {
-  auto st = signature::parse_statement(text, "manifest");
-  if (!st)
-    return st.error().message;
-  const std::string &body = st->json;
-  auto v = llvm::json::parse(body);
-  if (!v) {
-    llvm::consumeError(v.takeError());
-    return "manifest is not valid JSON";
-  }
-  const llvm::json::Object *o = v->getAsObject();
-  if (!o)
-    return "manifest is not a JSON object";
-  auto str = [&](const char *k, std::string &out) {
-    if (auto s = o->getString(k)) {
-      out = s->str();
-      return true;
-    }
-    return false;
-  };
-  auto num = [&](const llvm::json::Object *obj, const char *k, auto &out) {
-    if (auto n = obj->getInteger(k)) {
-      out = static_cast<std::remove_reference_t<decltype(out)>>(*n);
-      return *n >= 0;
-    }
-    return false;
-  };
-  if (!num(o, "format", m.format) || m.format != kFormat)
-    return "manifest has another format version";
-  if (!str("key", m.key) || !str("name", m.name) || !str("target", m.target) ||
-      !num(o, "size", m.size) || !str("blake3", m.blake3) ||
-      !num(o, "created", m.created) || !str("hotlink_version", m.hotlink_version) ||
-      !str("linker_version", m.linker_version))
-    return "manifest lacks a field";
-  if (auto b = o->getNumber("build_ms"))
-    m.build_ms = *b;
-  const llvm::json::Array *ex = o->getArray("exports");
-  if (!ex)
-    return "manifest lacks its export list";
-  for (const llvm::json::Value &e : *ex) {
-    auto s = e.getAsString();
-    if (!s)
-      return "manifest export list holds a non-string";
-    m.exports.push_back(s->str());
-  }
-  for (const Companion &comp : kCompanions) {
-    if (const llvm::json::Object *c = o->getObject(comp.json)) {
-      auto h = c->getString("blake3");
-      if (!num(c, "size", m.*comp.size) || !h)
-        return std::string("manifest's ") + comp.json + " record is incomplete";
-      m.*comp.blake3 = h->str();
-    }
-  }
-  return {};
-}
-
-Manifest make_manifest(const Key &key, const Artifact &a) {
-  Manifest m;
-  m.format = kFormat;
-  m.key = key.hex();
-  m.name = a.name;
-  m.target = a.target;
-  m.size = a.bytes.size();
-  m.blake3 = blake3_of(a.bytes.data(), a.bytes.size());
-  m.exports = a.exports;
-  m.created = now_seconds();
-  m.hotlink_version = HOTLINK_VERSION;
-  m.linker_version = a.linker_version;
-  m.build_ms = a.build_ms;
-  for (std::size_t i = 0; i < std::size(kCompanions); ++i) {
-    auto [data, size] = companion_bytes(a, i);
-    if (size) {
-      m.*kCompanions[i].size = size;
-      m.*kCompanions[i].blake3 = blake3_of(data, size);
-    }
-  }
-  return m;
-}
 
 // Counters persisted as little arrays of uint64 under flock. New counters
 // go at the end: a shorter file from an older version reads as zeros.
@@ -331,62 +142,6 @@ void read_counters(int fd, std::uint64_t (&v)[kStatCount]) {
 }
 
 } // namespace
-
-// ---------------------------------------------------------------------------
-// Keys.
-
-Expected<Key> Key::parse(const std::string &hex) {
-  std::string lower = hex;
-  for (char &c : lower)
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  if (!is_hex_key(lower))
-    return make_error(ErrorCode::BadRequest, "a cache key is 64 hex digits", hex, {},
-                      "use Key::of_caller() to turn any other text into a key");
-  Key k;
-  k.hex_ = lower;
-  return k;
-}
-
-Key Key::of_caller(const std::string &caller_key) {
-  return KeyBuilder("hotlink caller key").add("key", caller_key).finish();
-}
-
-KeyBuilder::KeyBuilder(const std::string &domain) { add("domain", domain); }
-
-KeyBuilder &KeyBuilder::add(const std::string &field, const void *data, std::size_t size) {
-  auto put_len = [&](std::uint64_t n) {
-    for (int i = 0; i < 8; ++i)
-      encoding_.push_back(static_cast<char>((n >> (8 * i)) & 0xff));
-  };
-  put_len(field.size());
-  encoding_ += field;
-  put_len(size);
-  encoding_.append(static_cast<const char *>(data), size);
-  return *this;
-}
-
-KeyBuilder &KeyBuilder::add(const std::string &field, const std::string &value) {
-  return add(field, value.data(), value.size());
-}
-
-KeyBuilder &KeyBuilder::add(const std::string &field, std::uint64_t value) {
-  return add(field, std::to_string(value));
-}
-
-KeyBuilder &KeyBuilder::add_digest(const std::string &field, const void *data,
-                                   std::size_t size) {
-  return add(field, digest(data, size));
-}
-
-std::string KeyBuilder::digest(const void *data, std::size_t size) {
-  return blake3_of(data, size);
-}
-
-Key KeyBuilder::finish() const {
-  Key k;
-  k.hex_ = blake3_of(encoding_.data(), encoding_.size());
-  return k;
-}
 
 // ---------------------------------------------------------------------------
 // The cache.
@@ -499,26 +254,15 @@ struct Cache::Impl {
   // Writes `bytes` to path atomically: a locked temporary, then rename.
   std::optional<Error> write_atomic(const std::string &path, const void *data,
                                     std::size_t size) const {
-    std::string temp = path + unique_suffix();
-    Fd fd(::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
-    if (!fd)
-      return make_error(ErrorCode::CacheError, "cannot create a file: " + errno_text(errno), temp,
-                        {}, "check the cache directory's permissions and free space");
-    ::flock(fd.get(), LOCK_EX); // marks the temporary as owned by a live writer
-    if (!write_all(fd.get(), data, size)) {
-      int e = errno;
-      ::unlink(temp.c_str());
-      return make_error(ErrorCode::CacheError, "cannot write: " + errno_text(e), path, {},
-                        e == ENOSPC ? "the cache's file system is full: free space or "
-                                      "lower the cache's max_bytes"
-                                    : "check the cache directory");
-    }
-    if (::rename(temp.c_str(), path.c_str()) != 0) {
-      int e = errno;
-      ::unlink(temp.c_str());
-      return make_error(ErrorCode::CacheError, "cannot rename into place: " + errno_text(e), path);
-    }
-    return std::nullopt;
+    base::AtomicWrite how;
+    how.lock = true; // marks the temporary as owned by a live writer
+    auto failed = base::write_file_atomically(path, data, size, how);
+    if (!failed)
+      return std::nullopt;
+    return make_error(ErrorCode::CacheError, failed->to_string(), failed->path, {},
+                      failed->errnum == ENOSPC ? "the cache's file system is full: free space or "
+                                                 "lower the cache's max_bytes"
+                                               : "check the cache directory's permissions and free space");
   }
 
   enum class Removal { Removed, InUse, Gone };
@@ -626,7 +370,7 @@ struct Cache::Impl {
                std::to_string(fs.st_size) + " bytes, manifest says " + std::to_string(size) + ")";
       if (!read_exact(f.get(), out, size))
         return std::string("cannot read the ") + (ext + 1) + " file";
-      if (blake3_of(out.data(), out.size()) != hash)
+      if (trust::blake3_hex(out.data(), out.size()) != hash)
         return std::string(ext + 1) + " file's BLAKE3 does not match the manifest";
       return {};
     };
@@ -713,7 +457,7 @@ struct Cache::Impl {
         continue;
       while (dirent *d = ::readdir(dd)) {
         std::string n = d->d_name;
-        if (n.size() < 66 || n[64] != '.' || !is_hex_key(n.substr(0, 64)))
+        if (n.size() < 66 || n[64] != '.' || !manifest::is_hex_key(n.substr(0, 64)))
           continue; // not the cache's: never touched
         std::string path = sdir + "/" + n, ext = n.substr(64);
         struct stat st;
@@ -879,12 +623,12 @@ struct Cache::Impl {
     if (files.status == RemoteStore::Status::Miss)
       return refuse("it is incomplete (" + files.error + ")");
     RemoteStore::Blobs &b = files.blobs;
-    if (blake3_of(b.artifact.data(), b.artifact.size()) != m.blake3)
+    if (trust::blake3_hex(b.artifact.data(), b.artifact.size()) != m.blake3)
       return refuse("its artifact does not match the BLAKE3 its manifest signs");
     for (std::size_t i = 0; i < std::size(kCompanions); ++i) {
       const Companion &c = kCompanions[i];
       std::vector<std::uint8_t> &got = b.companions[i].second;
-      if (parts[i].second && blake3_of(got.data(), got.size()) != m.*c.blake3)
+      if (parts[i].second && trust::blake3_hex(got.data(), got.size()) != m.*c.blake3)
         return refuse(std::string("its ") + c.what + " does not match the BLAKE3 its manifest signs");
       set_companion(e.artifact, i, std::move(got));
     }
@@ -1228,9 +972,7 @@ Expected<Fetched> Cache::get_or_build(const Key &key, const Producer &produce) {
     return produced.take_error();
   }
   if (produced->build_ms == 0)
-    produced->build_ms = std::chrono::duration<double, std::milli>(
-                             std::chrono::steady_clock::now() - t0)
-                             .count();
+    produced->build_ms = base::ms_since(t0);
   f.entry.manifest = make_manifest(key, produced.value());
   f.entry.statement = I.manifest_text(f.entry.manifest);
   if (locked) {
@@ -1409,33 +1151,5 @@ Stats Cache::stats() const {
 }
 
 std::optional<Error> Cache::flush_stats() { return impl_->flush(); }
-
-// ---------------------------------------------------------------------------
-// Loader integration.
-
-loader::VerifyOptions verify_options(const Entry &entry,
-                                     const std::vector<signature::PublicKey> &trusted) {
-  loader::VerifyOptions o;
-  o.blake3 = entry.manifest.blake3;
-  o.expected_exports = entry.manifest.exports;
-  o.trusted_keys = trusted;
-  o.statement = entry.statement;
-  return o;
-}
-
-Expected<std::unique_ptr<loader::Library>> load(const Entry &entry,
-                                                const std::vector<signature::PublicKey> &trusted) {
-  std::string name = entry.artifact_path.empty() ? entry.manifest.name : entry.artifact_path;
-  auto v = loader::verify(entry.artifact.bytes, name, verify_options(entry, trusted));
-  if (!v)
-    return v.take_error();
-  return loader::load_private(entry.artifact.bytes, name);
-}
-
-std::optional<Error> reload(loader::HotModule &module, const Entry &entry,
-                            const std::vector<signature::PublicKey> &trusted) {
-  std::string name = entry.artifact_path.empty() ? entry.manifest.name : entry.artifact_path;
-  return module.reload(entry.artifact.bytes, name, verify_options(entry, trusted));
-}
 
 } // namespace hotlink::cache

@@ -24,8 +24,8 @@
 //   itself (the manifest's mtime, set on each hit; atime is not used).
 //   Pruning evicts least recently used entries first, down to 90% of a
 //   limit, and skips any entry a reader holds at that moment. What a read
-//   returns is a verified copy in memory, and load() maps a private copy of
-//   it, so evicting an entry later never touches a library loaded from it.
+//   returns is a verified copy in memory, and loader::load() maps a private
+//   copy of it, so evicting an entry later never touches a library loaded from it.
 // - The directory is created 0700. A directory that another user owns, or
 //   that group or others can write to, is refused (CacheUnsafe): whoever
 //   can write to it can make this process load their code. A non-empty
@@ -45,7 +45,7 @@
 
 #include "cache/remote.h"
 #include "exports/error.h"
-#include "loader/signature.h"
+#include "trust/signature.h"
 
 #include <chrono>
 #include <cstdint>
@@ -54,12 +54,6 @@
 #include <optional>
 #include <string>
 #include <vector>
-
-namespace hotlink::loader {
-class HotModule;
-class Library;
-struct VerifyOptions;
-} // namespace hotlink::loader
 
 namespace hotlink::cache {
 
@@ -135,7 +129,7 @@ struct Entry {
   std::string artifact_path; // in the cache; may be evicted later: use
                              // artifact.bytes, or copy it out
   std::string statement;     // the manifest as stored: a statement
-                             // (loader/signature.h), with its signatures
+                             // (trust/signature.h), with its signatures
 };
 
 struct Limits {
@@ -266,16 +260,6 @@ private:
   std::unique_ptr<Impl> impl_;
 };
 
-// Loader integration: the manifest's BLAKE3 and export list as what the
-// loader must find, so bytes changed after they were stored are refused
-// (HashMismatch) before anything is mapped. With `trusted` keys (e.g.
-// Cache::trust()), the loader also requires the entry's statement to be
-// signed by one of them, and checks the bytes against it.
-loader::VerifyOptions verify_options(const Entry &entry,
-                                     const std::vector<signature::PublicKey> &trusted = {});
-Expected<std::unique_ptr<loader::Library>> load(
-    const Entry &entry, const std::vector<signature::PublicKey> &trusted = {});
-std::optional<Error> reload(loader::HotModule &module, const Entry &entry,
-                            const std::vector<signature::PublicKey> &trusted = {});
+// Loading an entry is the loader's: loader/cache_entry.h.
 
 } // namespace hotlink::cache

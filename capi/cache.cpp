@@ -2,7 +2,7 @@
 // and a C producer callback (cache/cache.h).
 #include "capi/objects.h"
 
-#include "loader/signature.h"
+#include "trust/signature.h"
 
 using namespace hotlink;
 using capi::str;

@@ -78,7 +78,7 @@ hotlink_library *hotlink_entry_load(const hotlink_entry *entry, hotlink_error **
   return capi::guarded(error, static_cast<hotlink_library *>(nullptr), [&]() -> hotlink_library * {
     if (!entry)
       return capi::report(error, capi::bad_argument("hotlink_entry_load", "entry")), nullptr;
-    auto lib = cache::load(entry->entry, entry->trust);
+    auto lib = loader::load(entry->entry, entry->trust);
     if (!lib)
       return capi::report(error, lib.take_error()), nullptr;
     return new hotlink_library{std::move(*lib)};

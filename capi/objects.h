@@ -8,6 +8,7 @@
 #include "cache/cache.h"
 #include "linker/linker.h"
 #include "linker/service.h"
+#include "loader/cache_entry.h"
 #include "loader/hot_module.h"
 #include "loader/loader.h"
 

@@ -6,6 +6,9 @@
 #include "exports/recovery.h"
 #include "exports/targets.h"
 #include "linker/job.h"
+
+#include "base/clock.h"
+#include "base/files.h"
 #include "linker/llvm_options.h"
 
 #include "lld/Common/Driver.h"
@@ -352,40 +355,9 @@ std::string make_scratch(std::string &error, const char *prefix) {
   return {};
 }
 
-void remove_tree(const std::string &dir) {
-  if (DIR *d = ::opendir(dir.c_str())) {
-    while (struct dirent *e = ::readdir(d)) {
-      std::string name = e->d_name;
-      if (name == "." || name == "..")
-        continue;
-      std::string path = dir + "/" + name;
-      struct stat st;
-      if (::lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
-        remove_tree(path);
-      else
-        ::unlink(path.c_str());
-    }
-    ::closedir(d);
-  }
-  ::rmdir(dir.c_str());
-}
-
 bool in_process_usable() { return g_usable.load(); }
 
 namespace {
-
-bool write_fd(int fd, const std::vector<std::uint8_t> &b) {
-  std::size_t off = 0;
-  while (off < b.size()) {
-    ssize_t n = ::write(fd, b.data() + off, b.size() - off);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      return false;
-    off += static_cast<std::size_t>(n);
-  }
-  return true;
-}
 
 // Where a job's files live for lld, and how lld's output comes back.
 //
@@ -417,7 +389,7 @@ public:
     for (int fd : fds_)
       ::close(fd);
     if (!dir_.empty())
-      remove_tree(dir_);
+      base::remove_tree(dir_);
   }
 
   // Creates the files; false (error() says why) when they cannot be made.
@@ -498,7 +470,7 @@ private:
     };
     for (const JobFile &f : job_.files) {
       int fd = memfd(f.name);
-      if (fd < 0 || !write_fd(fd, f.bytes()))
+      if (fd < 0 || !base::write_all(fd, f.bytes().data(), f.bytes().size()))
         return fail("cannot hold " + f.name + " in memory: " + std::strerror(errno));
       shown_.emplace_back("/proc/self/fd/" + std::to_string(fd), f.name);
     }
@@ -531,7 +503,7 @@ private:
     for (const JobFile &f : job_.files) {
       std::string path = dir_ + "/" + f.name;
       int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-      bool ok = fd >= 0 && write_fd(fd, f.bytes());
+      bool ok = fd >= 0 && base::write_all(fd, f.bytes().data(), f.bytes().size());
       if (fd >= 0)
         ok = ::close(fd) == 0 && ok;
       if (!ok)
@@ -638,7 +610,7 @@ void run_lld(const Materialized &files, const std::vector<const char *> &argv, c
       auto task = [&] {
         auto l0 = std::chrono::steady_clock::now();
         r = call_lld(argv, out_os, err_os);
-        out.lld_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - l0).count();
+        out.lld_ms = base::ms_since(l0);
       };
       out.artifact.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(job.input_bytes, 1ull << 32)) + (64u << 10));
       // On the calling thread nobody drains the pipe while lld writes: only
@@ -658,7 +630,7 @@ void run_lld(const Materialized &files, const std::vector<const char *> &argv, c
     }
     options.restore();
   }
-  out.link_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  out.link_ms = base::ms_since(t0);
   signals.after();
   out.ret_code = r.retCode;
   out.can_run_again = r.canRunAgain;

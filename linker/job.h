@@ -89,9 +89,6 @@ struct JobOutput {
 // /dev/shm, else $TMPDIR, else /tmp; empty (and `error` set) if none can be
 // made.
 std::string make_scratch(std::string &error, const char *prefix = "hotlink");
-// Removes a directory and everything in it, FIFOs and sockets included
-// (llvm::sys::fs::remove_directories leaves those behind).
-void remove_tree(const std::string &dir);
 
 // Runs lld in this process under the process-wide lock, on the lld thread
 // (see driver.cpp), or on the calling thread when `on_calling_thread` and

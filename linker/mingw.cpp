@@ -1,4 +1,5 @@
 #include "linker/mingw.h"
+#include "base/clock.h"
 
 #include "linker/windows.h"
 
@@ -106,7 +107,7 @@ mingw_environment(const TargetInfo &target, const std::string &sysroot, CxxLibra
   env->sysroot = sysroot;
   env->cxx = cxx;
   resolve(*env, *line, target);
-  env->build_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  env->build_ms = base::ms_since(t0);
   known.emplace(key, env);
   return std::shared_ptr<const MingwEnvironment>(env);
 }

@@ -2,6 +2,8 @@
 // place after (plan.h's OutputReservation).
 #include "linker/plan.h"
 
+#include "base/files.h"
+
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 
@@ -87,15 +89,8 @@ std::optional<Error> OutputReservation::publish(const std::vector<std::uint8_t> 
                       std::string(what) + " '" + temp_ + "': " + std::strerror(errno),
                       path_, "-o", "check free space and permissions of the output directory");
   };
-  std::size_t off = 0;
-  while (off < b.size()) {
-    ssize_t n = ::write(fd_, b.data() + off, b.size() - off);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      return fail("cannot write");
-    off += static_cast<std::size_t>(n);
-  }
+  if (!base::write_all(fd_, b.data(), b.size()))
+    return fail("cannot write");
   // Like a linker's output: the mode asked for, less the umask (the
   // temporary was created 0600 so nobody reads it half-written).
   ::fchmod(fd_, mode_ & ~process_umask());

@@ -3,6 +3,7 @@
 // options, the inputs, the exports, the runtime environment, then lld's
 // arguments.
 #include "linker/plan.h"
+#include "base/clock.h"
 
 #include "exports/names.h"
 #include "exports/symbols.h"
@@ -37,9 +38,6 @@ using exports::Format;
 
 namespace {
 
-double ms_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
 
 // A file name for an in-memory input inside the scratch directory: unique by
 // index, readable in lld's messages, and free of path syntax.
@@ -99,7 +97,7 @@ public:
     HOTLINK_STEP(merge_version_script());
     HOTLINK_STEP(runtime_environment());
     HOTLINK_STEP(windows_libraries());
-    timings_.validate_ms = ms_since(t0);
+    timings_.validate_ms = base::ms_since(t0);
     auto t1 = std::chrono::steady_clock::now();
     target_flags();
     HOTLINK_STEP(export_file());
@@ -107,7 +105,7 @@ public:
     HOTLINK_STEP(support_objects());
     libraries();
     HOTLINK_STEP(extra_flags());
-    timings_.prepare_ms = ms_since(t1);
+    timings_.prepare_ms = base::ms_since(t1);
     return std::move(plan_);
   }
 

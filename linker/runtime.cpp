@@ -2,6 +2,7 @@
 // line, hotlink resolves it to files once, and each link gets interface
 // stubs of its shared libraries (see runtime.h).
 #include "linker/runtime.h"
+#include "base/clock.h"
 
 #include "exports/symbols.h"
 
@@ -501,7 +502,7 @@ runtime_environment(const TargetInfo &target, const std::string &sysroot, CxxLib
       for (const auto &u : s.undefined)
         if (a.defined.count(u.getKey()))
           a.shared_references.push_back(u.getKey().str());
-  env->build_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  env->build_ms = base::ms_since(t0);
   g_envs.emplace(key, env);
   return std::shared_ptr<const RuntimeEnvironment>(env);
 }

@@ -1,4 +1,5 @@
 #include "linker/service.h"
+#include "base/clock.h"
 
 #include "llvm/ADT/StringRef.h"
 
@@ -44,11 +45,6 @@ namespace {
 
 void warm_up_links();
 
-double ms_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(
-             std::chrono::steady_clock::now() - t0)
-      .count();
-}
 
 } // namespace
 
@@ -198,7 +194,7 @@ LinkResult LinkService::Impl::link(const LinkRequest &req) {
   LinkResult res;
   auto finish = [&](std::optional<Error> err) {
     res.error = std::move(err);
-    res.timings.total_ms = ms_since(t0);
+    res.timings.total_ms = base::ms_since(t0);
     std::lock_guard<std::mutex> lock(mu);
     if (!res.ok())
       ++stats.failed;
@@ -262,7 +258,7 @@ LinkResult LinkService::Impl::link(const LinkRequest &req) {
     auto fetched = cache->get_or_build(key, [&]() -> Expected<cache::Artifact> {
       auto tl = std::chrono::steady_clock::now();
       auto err = run(req, *plan, res);
-      link_total = ms_since(tl);
+      link_total = base::ms_since(tl);
       if (err)
         return std::move(*err);
       cache::Artifact a;
@@ -277,7 +273,7 @@ LinkResult LinkService::Impl::link(const LinkRequest &req) {
       a.linker_version = lld_version();
       return a;
     });
-    res.timings.cache_ms = ms_since(tc) - link_total;
+    res.timings.cache_ms = base::ms_since(tc) - link_total;
     if (!fetched)
       return finish(fetched.take_error());
     cache::Entry &e = fetched->entry;
@@ -321,7 +317,7 @@ LinkResult LinkService::Impl::link(const LinkRequest &req) {
     res.artifact_path = req.output_path;
     res.artifact.clear();
   }
-  res.timings.publish_ms = ms_since(t1);
+  res.timings.publish_ms = base::ms_since(t1);
   return finish(std::nullopt);
 }
 

@@ -1,5 +1,7 @@
 #include "linker/worker.h"
 
+#include "base/files.h"
+
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
@@ -24,23 +26,12 @@ namespace hotlink::detail {
 namespace {
 
 // Writes all of `data`; a closed pipe gives false instead of SIGPIPE.
-bool write_all(int fd, const char *data, std::size_t n) {
+bool write_to_pipe(int fd, const char *data, std::size_t n) {
   sigset_t pipe_set, old;
   sigemptyset(&pipe_set);
   sigaddset(&pipe_set, SIGPIPE);
   pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
-  bool ok = true;
-  while (n > 0) {
-    ssize_t w = ::write(fd, data, n);
-    if (w < 0 && errno == EINTR)
-      continue;
-    if (w <= 0) {
-      ok = false;
-      break;
-    }
-    data += w;
-    n -= static_cast<std::size_t>(w);
-  }
+  bool ok = base::write_all(fd, data, n);
   if (!ok) {
     // Consume the SIGPIPE this thread raised, so it is not delivered later.
     struct timespec zero = {0, 0};
@@ -55,7 +46,7 @@ bool write_frame(int fd, const std::string &payload) {
   std::uint64_t n = payload.size();
   for (int i = 0; i < 8; ++i)
     len[i] = static_cast<char>(n >> (8 * i));
-  return write_all(fd, len, 8) && write_all(fd, payload.data(), payload.size());
+  return write_to_pipe(fd, len, 8) && write_to_pipe(fd, payload.data(), payload.size());
 }
 
 enum class ReadStatus { Ok, Eof, Timeout, Error };
@@ -140,7 +131,7 @@ Expected<std::unique_ptr<Worker>> Worker::start(const std::string &exe) {
   p.child = bp::child(exe, "--worker", bp::std_in < p.to_child,
                       bp::std_out > p.from_child, bp::std_err > bp::null, env, ec);
   if (ec || !p.child.valid()) {
-    remove_tree(p.scratch);
+    base::remove_tree(p.scratch);
     return make_error(ErrorCode::WorkerFailed,
                       "cannot start the link worker: " + ec.message(), exe, {},
                       "build hotlink-ld, or point HOTLINK_WORKER at it");
@@ -161,7 +152,7 @@ Worker::~Worker() {
   }
   if (proc_->child.valid() && proc_->child.joinable())
     proc_->child.wait(ec);
-  remove_tree(proc_->scratch); // the worker is gone: nothing writes there now
+  base::remove_tree(proc_->scratch); // the worker is gone: nothing writes there now
 }
 
 Expected<JobOutput> Worker::run(const Job &job,

@@ -4,6 +4,7 @@
 // (A memfd, the earlier design, showed them /proc/self/fd/N: gdb opened its
 // own fd N and hung, perf and valgrind named no function.)
 #include "loader/loader.h"
+#include "base/files.h"
 #include "loader/platform.h"
 
 #include "exports/symbols.h"
@@ -28,24 +29,6 @@ namespace hotlink::loader {
 namespace {
 
 // --- The process's load directory ---------------------------------------------
-
-void remove_tree(const std::string &dir) {
-  if (DIR *d = ::opendir(dir.c_str())) {
-    while (struct dirent *e = ::readdir(d)) {
-      std::string n = e->d_name;
-      if (n == "." || n == "..")
-        continue;
-      std::string p = dir + "/" + n;
-      struct stat st;
-      if (::lstat(p.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
-        remove_tree(p);
-      else
-        ::unlink(p.c_str());
-    }
-    ::closedir(d);
-  }
-  ::rmdir(dir.c_str());
-}
 
 constexpr const char *kPrefix = "hotlink-load-";
 
@@ -79,7 +62,7 @@ void remove_abandoned(const std::string &base, const std::string &mine) {
   }
   ::closedir(d);
   for (const std::string &dir : dead)
-    remove_tree(dir);
+    base::remove_tree(dir);
 }
 
 struct LoadDirectory {
@@ -91,7 +74,7 @@ struct LoadDirectory {
   // outlives its file); a forked child leaves its parent's alone.
   ~LoadDirectory() {
     if (!path.empty() && ::getpid() == owner)
-      remove_tree(path);
+      base::remove_tree(path);
   }
 };
 
@@ -154,19 +137,6 @@ std::string default_file_name(const std::vector<std::uint8_t> &bytes, const std:
   static std::atomic<std::uint64_t> count{0};
   auto [stem, ext] = split_extension(clean(base_name(name)));
   return stem + "." + std::to_string(++count) + "." + blake3_hex(bytes).substr(0, 8) + ext;
-}
-
-bool write_all(int fd, const std::vector<std::uint8_t> &bytes) {
-  std::size_t off = 0;
-  while (off < bytes.size()) {
-    ssize_t n = ::write(fd, bytes.data() + off, bytes.size() - off);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      return false;
-    off += static_cast<std::size_t>(n);
-  }
-  return true;
 }
 
 // --- Post-mortem images ----------------------------------------------------------
@@ -239,16 +209,10 @@ void keep_image(const std::vector<std::uint8_t> &bytes, const std::string &file_
   if (dir.empty() || !make_dirs(dir))
     return;
   std::string by_name = dir + "/" + file_name;
-  std::string temp = by_name + ".tmp-" + std::to_string(::getpid());
-  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0)
+  base::AtomicWrite how;
+  how.mode = 0644;
+  if (base::write_file_atomically(by_name, bytes.data(), bytes.size(), how))
     return;
-  bool ok = write_all(fd, bytes);
-  ok = ::close(fd) == 0 && ok;
-  if (!ok || ::rename(temp.c_str(), by_name.c_str()) != 0) {
-    ::unlink(temp.c_str());
-    return;
-  }
   auto info = exports::read_artifact(bytes.data(), bytes.size(), file_name);
   if (info && info->build_id.size() > 2) {
     std::string sub = dir + "/.build-id/" + info->build_id.substr(0, 2);
@@ -332,7 +296,7 @@ Expected<std::unique_ptr<Library>> load_private(const std::vector<std::uint8_t> 
     return make_error(ErrorCode::LoadFailed, "cannot create the private copy in " + dir.path + ": " + std::strerror(e),
                       name);
   }
-  bool ok = write_all(fd, bytes);
+  bool ok = base::write_all(fd, bytes.data(), bytes.size());
   int e = errno;
   ok = ::close(fd) == 0 && ok;
   if (!ok)

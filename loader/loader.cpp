@@ -3,7 +3,6 @@
 #include "loader/platform.h"
 
 #include "llvm/ADT/StringExtras.h"
-#include "llvm/Support/BLAKE3.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SHA256.h"
 
@@ -49,11 +48,6 @@ std::string lower(std::string s) {
 
 std::string sha256_hex(const std::vector<std::uint8_t> &bytes) {
   auto h = llvm::SHA256::hash(llvm::ArrayRef<uint8_t>(bytes.data(), bytes.size()));
-  return llvm::toHex(llvm::ArrayRef<uint8_t>(h.data(), h.size()), /*LowerCase=*/true);
-}
-
-std::string blake3_hex(const std::vector<std::uint8_t> &bytes) {
-  auto h = llvm::BLAKE3::hash(llvm::ArrayRef<uint8_t>(bytes.data(), bytes.size()));
   return llvm::toHex(llvm::ArrayRef<uint8_t>(h.data(), h.size()), /*LowerCase=*/true);
 }
 

@@ -22,7 +22,8 @@
 #pragma once
 
 #include "exports/error.h"
-#include "loader/signature.h"
+#include "trust/blake3.h"
+#include "trust/signature.h"
 #include "exports/symbols.h"
 
 #include <cstdint>
@@ -42,7 +43,7 @@ struct VerifyOptions {
   // as its load would open them), and needed libraries that cannot be
   // loaded.
   bool check_imports = true;
-  // Non-empty: the artifact must come with a statement (loader/signature.h)
+  // Non-empty: the artifact must come with a statement (trust/signature.h)
   // signed by one of these keys, whose BLAKE3, size and export list it
   // matches; otherwise it is refused (Unsigned, UntrustedSigner,
   // BadSignature, HashMismatch, MissingExport) before anything parses it.
@@ -65,7 +66,7 @@ Expected<Verified> verify(const std::vector<std::uint8_t> &bytes, const std::str
 Expected<std::vector<std::uint8_t>> read_artifact_file(const std::string &path);
 
 std::string sha256_hex(const std::vector<std::uint8_t> &bytes);
-std::string blake3_hex(const std::vector<std::uint8_t> &bytes);
+using trust::blake3_hex; // trust/blake3.h: the one BLAKE3 helper
 
 struct LoadOptions {
   // The private copy's file name. Empty: NAME.N.<hash>.EXT from the

@@ -7,6 +7,7 @@
 #include "linker/linker.h"
 #include "linker/service.h"
 #include "loader/hot_module.h"
+#include "loader/cache_entry.h"
 #include "loader/loader.h"
 
 #include <pybind11/pybind11.h>
@@ -335,7 +336,7 @@ PYBIND11_MODULE(hotlink, m) {
       .def("load", [](const Entry &e) {
         Expected<std::unique_ptr<loader::Library>> lib = [&] {
           py::gil_scoped_release unlocked;
-          return cache::load(e.entry, e.trust);
+          return loader::load(e.entry, e.trust);
         }();
         return Library{take(std::move(lib))};
       }, "Loads it, checked against its manifest (and its signature when the cache trusts keys).");

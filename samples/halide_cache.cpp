@@ -17,6 +17,7 @@
 
 #include "cache/cache.h"
 #include "linker/service.h"
+#include "loader/cache_entry.h"
 #include "loader/loader.h"
 
 #include <chrono>
@@ -117,7 +118,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   const hotlink::cache::Entry &entry = fetched->entry;
-  auto library = hotlink::cache::load(entry, cache.value()->trust());
+  auto library = hotlink::loader::load(entry, cache.value()->trust());
   if (!library) {
     std::fprintf(stderr, "halide_cache: %s\n", library.error().to_string().c_str());
     return 1;

@@ -9,6 +9,7 @@
 #include "cache/cache.h"
 #include "linker/linker.h"
 #include "linker/service.h"
+#include "loader/cache_entry.h"
 #include "loader/loader.h"
 #include "samples/jit.h"
 
@@ -121,7 +122,7 @@ int main(int argc, char **argv) {
 
   // Loaded through the loader with the manifest's hash: bytes changed after
   // they were stored are refused before anything is mapped.
-  auto lib = hotlink::cache::load(fetched->entry);
+  auto lib = hotlink::loader::load(fetched->entry);
   if (!lib) {
     std::fprintf(stderr, "pipeline_cache: %s\n", lib.error().to_string().c_str());
     return 1;

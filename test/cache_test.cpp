@@ -7,6 +7,7 @@
 #include "linker/linker.h"
 #include "linker/service.h"
 #include "loader/hot_module.h"
+#include "loader/cache_entry.h"
 #include "loader/loader.h"
 #include "test/support.h"
 
@@ -556,7 +557,7 @@ TEST(CacheLoader, LoadsAHitAndRefusesBytesChangedAfterTheStore) {
   cache::Lookup l = c->lookup(key.value());
   ASSERT_TRUE(l.entry);
 
-  auto lib = cache::load(*l.entry);
+  auto lib = loader::load(*l.entry);
   ASSERT_TRUE(lib.ok()) << lib.error().to_string();
   auto f = reinterpret_cast<int (*)(int)>(lib.value()->symbol("f"));
   ASSERT_NE(f, nullptr);
@@ -564,16 +565,16 @@ TEST(CacheLoader, LoadsAHitAndRefusesBytesChangedAfterTheStore) {
 
   cache::Entry tampered = *l.entry;
   tampered.artifact.bytes[tampered.artifact.bytes.size() - 1] ^= 1;
-  auto refused = cache::load(tampered);
+  auto refused = loader::load(tampered);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.error().code, ErrorCode::HashMismatch);
 
   loader::HotModule module;
   auto entry = module.entry<int(int)>("f");
   ASSERT_TRUE(entry.ok());
-  ASSERT_FALSE(cache::reload(module, *l.entry));
+  ASSERT_FALSE(loader::reload(module, *l.entry));
   EXPECT_EQ(entry.value()(2), 14);
-  auto err = cache::reload(module, tampered);
+  auto err = loader::reload(module, tampered);
   ASSERT_TRUE(err);
   EXPECT_EQ(err->code, ErrorCode::HashMismatch);
   EXPECT_EQ(module.current()->number, 1u) << "a tampered entry replaced the module";
@@ -584,7 +585,7 @@ TEST(CacheLoader, LoadsAHitAndRefusesBytesChangedAfterTheStore) {
   changed[100] ^= 1;
   std::string path = test::temp_dir() + "/changed.so";
   test::write_file(path, changed);
-  auto r = module.reload(path, cache::verify_options(*l.entry));
+  auto r = module.reload(path, loader::verify_options(*l.entry));
   ASSERT_TRUE(r);
   EXPECT_EQ(r->code, ErrorCode::HashMismatch);
 }

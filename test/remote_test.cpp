@@ -7,8 +7,9 @@
 #include "cache/remote.h"
 #include "linker/linker.h"
 #include "linker/service.h"
+#include "loader/cache_entry.h"
 #include "loader/loader.h"
-#include "loader/signature.h"
+#include "trust/signature.h"
 #include "test/redis_server.h"
 #include "test/support.h"
 
@@ -676,7 +677,7 @@ TEST(SignedLocalCache, UnsignedOrForeignLocalEntriesAreRefusedAndReplaced) {
   auto l = strict->lookup(cache::Key::parse(key).value());
   ASSERT_TRUE(l.entry.has_value());
   EXPECT_EQ(l.entry->manifest.signer, mine.public_key().hex());
-  auto lib = cache::load(*l.entry, strict->trust());
+  auto lib = loader::load(*l.entry, strict->trust());
   ASSERT_TRUE(lib.ok()) << lib.error().to_string();
   auto f = reinterpret_cast<int (*)(int)>(lib.value()->symbol("f"));
   ASSERT_NE(f, nullptr);
@@ -689,14 +690,14 @@ TEST(SignedLocalCache, UnsignedOrForeignLocalEntriesAreRefusedAndReplaced) {
   ASSERT_FALSE(refused_open.ok());
   EXPECT_EQ(refused_open.error().symbol, "--sign-key");
   // The loader refuses it for a host that trusts another key.
-  auto refused = cache::load(*l.entry, {SecretKey::generate().public_key()});
+  auto refused = loader::load(*l.entry, {SecretKey::generate().public_key()});
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.error().code, ErrorCode::UntrustedSigner);
   // And refuses other bytes under this entry's signed statement.
   cache::Entry swapped = *l.entry;
   swapped.artifact.bytes[swapped.artifact.bytes.size() / 2] ^= 1;
   swapped.manifest.blake3.clear(); // only the signature can catch it now
-  auto changed = cache::load(swapped, strict->trust());
+  auto changed = loader::load(swapped, strict->trust());
   ASSERT_FALSE(changed.ok());
   EXPECT_EQ(changed.error().code, ErrorCode::HashMismatch);
 }

@@ -5,7 +5,7 @@
 #include "linker/linker.h"
 #include "linker/service.h"
 #include "loader/loader.h"
-#include "loader/signature.h"
+#include "trust/signature.h"
 #include "test/support.h"
 
 #include <gtest/gtest.h>

@@ -1,6 +1,8 @@
 // The helpers every hotlink command shares (cli.h).
 #include "tools/cli.h"
 
+#include "base/files.h"
+
 #include "linker/service.h"
 
 #include "llvm/Support/FormatVariadic.h"
@@ -161,24 +163,12 @@ std::string triple_for(exports::Format f, exports::Arch a) {
 }
 
 std::optional<Error> write_atomically(const std::string &path, const std::string &bytes, const std::string &flag) {
-  std::string temp = path + ".tmp-" + std::to_string(::getpid());
-  std::error_code ec;
-  {
-    llvm::raw_fd_ostream os(temp, ec);
-    if (!ec) {
-      os << bytes;
-      os.close();
-      if (os.has_error())
-        ec = os.error();
-    }
-  }
-  if (ec || std::rename(temp.c_str(), path.c_str()) != 0) {
-    std::string why = ec ? ec.message() : std::string(std::strerror(errno));
-    std::remove(temp.c_str());
-    return make_error(ErrorCode::OutputError, "cannot write: " + why, path, flag,
-                      "choose a directory you can write to");
-  }
-  return std::nullopt;
+  base::AtomicWrite how;
+  how.mode = 0644;
+  auto failed = base::write_file_atomically(path, bytes.data(), bytes.size(), how);
+  if (!failed)
+    return std::nullopt;
+  return make_error(ErrorCode::OutputError, failed->to_string(), path, flag, "choose a directory you can write to");
 }
 
 void PolicyOptions::add_to(CLI::App &app) {

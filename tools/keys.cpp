@@ -3,7 +3,7 @@
 #include "tools/cli.h"
 
 #include "loader/loader.h"
-#include "loader/signature.h"
+#include "trust/signature.h"
 
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"

@@ -3,7 +3,7 @@
 
 #include "cache/cache.h"
 #include "linker/service.h"
-#include "loader/signature.h"
+#include "trust/signature.h"
 
 #include <algorithm>
 #include <cstdio>

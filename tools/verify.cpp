@@ -4,7 +4,7 @@
 
 #include "loader/halide_abi.h"
 #include "loader/loader.h"
-#include "loader/signature.h"
+#include "trust/signature.h"
 
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"

@@ -3,7 +3,7 @@
 // structural checks, and the signed-statement parser that reads what a
 // remote cache serves. None may crash; every refusal names the artifact.
 #include "loader/loader.h"
-#include "loader/signature.h"
+#include "trust/signature.h"
 #include "loader/structure.h"
 
 #include <cstdio>

@@ -1,9 +1,9 @@
-#include "loader/signature.h"
+#include "trust/signature.h"
 
-#include "loader/loader.h"
+#include "base/files.h"
+#include "trust/blake3.h"
 
 #include "llvm/ADT/StringExtras.h"
-#include "llvm/Support/BLAKE3.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -59,13 +59,7 @@ template <std::size_t N> bool unhex(const std::string &text, std::array<std::uin
   return true;
 }
 
-std::string blake3_hex(const void *data, std::size_t size) {
-  auto h = llvm::BLAKE3::hash(
-      llvm::ArrayRef<std::uint8_t>(static_cast<const std::uint8_t *>(data), size));
-  return hex(h.data(), h.size());
-}
-std::string blake3_hex(const std::string &s) { return blake3_hex(s.data(), s.size()); }
-std::string blake3_hex(const std::vector<std::uint8_t> &v) { return blake3_hex(v.data(), v.size()); }
+using trust::blake3_hex;
 
 std::string signed_message(const std::string &json) { return kDomain + json; }
 
@@ -86,32 +80,21 @@ Expected<std::string> read_small_file(const std::string &path, const char *what)
   return text;
 }
 
-// Writes `text` to `path` with `mode`, exclusively unless `overwrite`.
+// Writes `text` to `path` with `mode`, exclusively unless `overwrite`
+// (an existing key is never replaced by accident).
 std::optional<Error> write_file(const std::string &path, const std::string &text, mode_t mode,
                                 bool overwrite) {
-  std::string temp = path + ".tmp-" + std::to_string(::getpid());
-  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-  if (fd < 0)
-    return key_error(path, std::string("cannot create: ") + std::strerror(errno));
-  ::fchmod(fd, mode); // the umask may have removed bits; never adds any
-  bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  ok = ::close(fd) == 0 && ok;
-  if (!ok) {
-    ::unlink(temp.c_str());
-    return key_error(path, std::string("cannot write: ") + std::strerror(errno));
-  }
-  // link() fails when the path exists: an existing key is never replaced
-  // by accident.
-  int r = overwrite ? ::rename(temp.c_str(), path.c_str()) : ::link(temp.c_str(), path.c_str());
-  int e = errno;
-  ::unlink(temp.c_str());
-  if (r != 0)
-    return key_error(path,
-                     e == EEXIST ? "already exists" : std::string("cannot create: ") + std::strerror(e),
-                     e == EEXIST ? "choose another path, or remove the old key first (every "
-                                   "consumer trusting it must be given the new .pub)"
-                                 : "");
-  return std::nullopt;
+  base::AtomicWrite how;
+  how.mode = mode;
+  how.replace = overwrite;
+  auto failed = base::write_file_atomically(path, text.data(), text.size(), how);
+  if (!failed)
+    return std::nullopt;
+  bool exists = failed->errnum == EEXIST && !overwrite;
+  return key_error(path, exists ? "already exists" : failed->to_string(),
+                   exists ? "choose another path, or remove the old key first (every "
+                            "consumer trusting it must be given the new .pub)"
+                          : "");
 }
 
 } // namespace

@@ -1,0 +1,91 @@
+#include "base/files.h"
+
+#include <atomic>
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <dirent.h>
+#include <fcntl.h>
+#include <random>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace hotlink::base {
+
+bool write_all(int fd, const void *data, std::size_t size) {
+  const char *p = static_cast<const char *>(data);
+  while (size > 0) {
+    ssize_t n = ::write(fd, p, size);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return false;
+    p += n;
+    size -= static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+void remove_tree(const std::string &dir) {
+  if (DIR *d = ::opendir(dir.c_str())) {
+    while (struct dirent *e = ::readdir(d)) {
+      std::string name = e->d_name;
+      if (name == "." || name == "..")
+        continue;
+      std::string path = dir + "/" + name;
+      struct stat st;
+      if (::lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+        remove_tree(path);
+      else
+        ::unlink(path.c_str());
+    }
+    ::closedir(d);
+  }
+  ::rmdir(dir.c_str());
+}
+
+std::string unique_suffix() {
+  static std::atomic<std::uint64_t> counter{0};
+  static const std::uint64_t seed = [] {
+    std::random_device rd;
+    return (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
+  }();
+  std::uint64_t v = seed ^ (counter.fetch_add(1) * 0x9e3779b97f4a7c15ull);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, ".tmp-%d-%016llx", static_cast<int>(::getpid()),
+                static_cast<unsigned long long>(v));
+  return buf;
+}
+
+std::string FileError::to_string() const { return std::string(step) + ": " + std::strerror(errnum); }
+
+std::optional<FileError> write_file_atomically(const std::string &path, const void *data, std::size_t size,
+                                               AtomicWrite how) {
+  std::string temp = path + unique_suffix();
+  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0)
+    return FileError{"cannot create", errno, temp};
+  if (how.lock)
+    ::flock(fd, LOCK_EX);
+  bool ok = ::fchmod(fd, how.mode) == 0 && write_all(fd, data, size);
+  int e = errno;
+  if (::close(fd) != 0 && ok) {
+    ok = false;
+    e = errno;
+  }
+  if (!ok) {
+    ::unlink(temp.c_str());
+    return FileError{"cannot write", e, path};
+  }
+  int r = how.replace ? ::rename(temp.c_str(), path.c_str()) : ::link(temp.c_str(), path.c_str());
+  e = errno;
+  if (r != 0 || !how.replace)
+    ::unlink(temp.c_str());
+  if (r != 0)
+    return FileError{how.replace ? "cannot rename into place" : "cannot create", e, path};
+  return std::nullopt;
+}
+
+} // namespace hotlink::base

@@ -1,0 +1,47 @@
+// Internal. The file operations every module needs, written once.
+//
+// Contract: nothing here reports by itself; each call returns what failed
+// (the step and errno) and the caller builds its own Error, with its own
+// code and hint, naming its own input or output.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+
+namespace hotlink::base {
+
+// Writes all `size` bytes to `fd`, retrying short writes and EINTR. False
+// (errno set) when the file refused more.
+bool write_all(int fd, const void *data, std::size_t size);
+
+// Removes a directory and everything in it, FIFOs and sockets included
+// (llvm::sys::fs::remove_directories leaves those behind).
+void remove_tree(const std::string &dir);
+
+// ".tmp-PID-XXXXXXXXXXXXXXXX", unique within and across processes: the
+// suffix of a temporary written beside its destination.
+std::string unique_suffix();
+
+struct AtomicWrite {
+  unsigned mode = 0600;   // the file's mode (fchmod'ed: the umask is not applied)
+  bool replace = true;    // false: an existing path is never replaced (EEXIST)
+  bool lock = false;      // flock the temporary while it is written (the
+                          // cache tells a live writer's temporaries by it)
+};
+
+struct FileError {
+  const char *step; // "cannot create", "cannot write", "cannot rename into place"
+  int errnum;
+  std::string path; // the file that step failed on (the temporary, or the path)
+  std::string to_string() const; // "cannot write: No space left on device"
+};
+
+// Writes `size` bytes to `path` so that it appears complete or not at all:
+// a temporary in the same directory, then rename (or, without `replace`,
+// link, which refuses an existing path). The temporary never outlives the
+// call.
+std::optional<FileError> write_file_atomically(const std::string &path, const void *data, std::size_t size,
+                                               AtomicWrite how = {});
+
+} // namespace hotlink::base

@@ -1,0 +1,17 @@
+// The one BLAKE3 helper: content identities for the cache's keys and
+// manifests, the loader's expected hashes and signed statements.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace hotlink::trust {
+
+// BLAKE3-256 of the bytes, as 64 lowercase hex digits.
+std::string blake3_hex(const void *data, std::size_t size);
+inline std::string blake3_hex(const std::string &s) { return blake3_hex(s.data(), s.size()); }
+inline std::string blake3_hex(const std::vector<std::uint8_t> &v) { return blake3_hex(v.data(), v.size()); }
+
+} // namespace hotlink::trust
