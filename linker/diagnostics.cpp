@@ -26,71 +26,6 @@ std::string base_name(const std::string &path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-// "libmingwex.a" -> "mingwex"; "user32.lib" -> "user32".
-std::string library_name(const std::string &file) {
-  std::string n = file;
-  for (const char *ext : {".dll.a", ".a", ".lib"})
-    if (n.size() > std::strlen(ext) && n.compare(n.size() - std::strlen(ext), std::strlen(ext), ext) == 0) {
-      n.resize(n.size() - std::strlen(ext));
-      break;
-    }
-  return n.compare(0, 3, "lib") == 0 && file.find(".lib") == std::string::npos ? n.substr(3) : n;
-}
-
-// COFF: where the undefined symbol lives, when a sysroot has it.
-std::string coff_undefined_hint(const Plan &plan, const LinkRequest &req, const std::string &symbol) {
-  if (plan.target.mingw) {
-    // The runtime's libraries are linked already: name one it does not link.
-    std::string root = !req.sysroot.empty() ? req.sysroot
-                       : plan.target.arch == exports::Arch::X86 ? "/usr/i686-w64-mingw32"
-                                                               : "/usr/x86_64-w64-mingw32";
-    std::string lib = sysroot_library_defining(root, plan.target.arch, symbol);
-    if (!lib.empty())
-      return "defined in " + lib + " of the mingw-w64 sysroot (" + root + "); add -l " + library_name(lib);
-    return "add the object or library that defines it (-l NAME, -L DIR), or allow undefined symbols "
-           "(--allow-undefined)";
-  }
-  if (!req.sysroot.empty()) {
-    std::string lib = sysroot_library_defining(req.sysroot, plan.target.arch, symbol);
-    if (!lib.empty())
-      return "defined in " + lib + " of the sysroot; add -l " + library_name(lib);
-    return "add the object or library that defines it (-l NAME; the sysroot's libraries do not "
-           "define it), or allow undefined symbols (--allow-undefined)";
-  }
-  std::string mingw = plan.target.arch == exports::Arch::X86 ? "/usr/i686-w64-mingw32" : "/usr/x86_64-w64-mingw32";
-  std::string lib = plan.target.arch == exports::Arch::AArch64
-                        ? std::string()
-                        : sysroot_library_defining(mingw, plan.target.arch, symbol);
-  if (!lib.empty())
-    return "no sysroot was given: the mingw-w64 sysroot defines it in " + lib + "; link with --sysroot " +
-           mingw + (library_name(lib) == "kernel32" || lib.find("crt") != std::string::npos
-                        ? ""
-                        : " -l " + library_name(lib));
-  return "add the object or library that defines it, or allow undefined symbols (--allow-undefined); for a "
-         "Windows DLL calling the CRT or Win32, link against a sysroot (--sysroot " + mingw +
-         ", Debian mingw-w64-" + (plan.target.arch == exports::Arch::X86 ? "i686" : "x86-64") + "-dev)";
-}
-
-std::string undefined_hint(const Plan &plan, const LinkRequest &req, const std::string &symbol) {
-  switch (plan.target.format) {
-  case exports::Format::ELF:
-    return "add the object or library that defines it (-l NAME, -L DIR); an ELF shared object "
-           "may also leave it to the loader (drop --no-undefined), and a hidden symbol must be "
-           "defined inside the artifact";
-  case exports::Format::COFF:
-    return coff_undefined_hint(plan, req, symbol);
-  case exports::Format::MachO:
-    return "add the object or library that defines it, or leave it to dyld (drop "
-           "--no-undefined)";
-  case exports::Format::Wasm:
-    return "add the object that defines it, or import it from the embedder "
-           "(--allow-undefined)";
-  case exports::Format::Unknown:
-    break;
-  }
-  return "add the object or library that defines it";
-}
-
 bool position_dependent(const Diagnostic &d) {
   return d.severity == Severity::Error &&
          d.message.find("cannot be used against symbol") != std::string::npos &&
@@ -259,7 +194,7 @@ Error link_error(const std::vector<Diagnostic> &diags, const Plan &plan, const L
     if (d.message.find("undefined symbol") != std::string::npos ||
         d.message.find("undefined hidden symbol") != std::string::npos) {
       code = ErrorCode::UndefinedSymbol;
-      hint = undefined_hint(plan, req, d.symbol);
+      hint = plan.platform->undefined_hint(req, d.symbol);
     } else if (d.message.find("duplicate symbol") != std::string::npos) {
       code = ErrorCode::DuplicateSymbol;
       hint = "remove one of the definitions, or make it weak or static";

@@ -16,6 +16,7 @@
 
 #include "exports/error.h"
 #include "exports/policy.h"
+#include "exports/symbols.h"
 
 #include <chrono>
 #include <cstdint>
@@ -220,6 +221,10 @@ std::string host_target();
 
 // The triples hotlink links for, one per line of the README's table.
 std::vector<std::string> supported_targets();
+
+// The triple of that table an artifact of this format and arch is linked
+// for (e.g. COFF x86 -> "i686-pc-windows-msvc"); empty when none is.
+std::string triple_for(exports::Format format, exports::Arch arch);
 
 // hotlink's version ("0.1.0"), lld's version line ("LLD 22.1.0 (...)") and
 // the LLVM version hotlink was built against ("22.1.0").

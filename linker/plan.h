@@ -5,11 +5,10 @@
 // symbol named. The cache key follows from the plan alone.
 #pragma once
 
+#include "cache/cache.h"
 #include "linker/job.h"
 #include "linker/linker.h"
-#include "linker/target.h"
-#include "linker/windows.h"
-#include "cache/cache.h"
+#include "linker/platforms/platform.h"
 
 #include <memory>
 #include <optional>
@@ -27,9 +26,13 @@ struct Plan {
   std::vector<std::string> support_objects; // symbols hotlink provides
   bool needs_worker = false; // e.g. -mllvm: a bad value exits the process
   std::vector<std::string> input_digests;   // BLAKE3 of each input (caching)
-  std::optional<WindowsLibraries> windows;  // COFF with a sysroot
+  // The platform's steps for this link (for the hints of a failed link).
+  std::shared_ptr<PlatformLink> platform;
+  // What the platform reports (LinkResult's fields of the same names).
+  std::vector<std::string> system_libraries, import_thunks;
+  std::string windows_crt;
   std::vector<Diagnostic> diagnostics;      // notes and warnings of planning
-  std::vector<std::string> runtime;         // ELF: what the runtime added
+  std::vector<std::string> runtime;         // what the runtime environment added
   // Identities of files outside the request that reach lld (the runtime
   // environment's, libraries found by -l): in the cache key.
   std::vector<std::string> fingerprints;

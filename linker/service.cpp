@@ -5,7 +5,6 @@
 
 #include "linker/llvm_options.h"
 #include "linker/plan.h"
-#include "linker/support.h"
 #include "exports/targets.h"
 #include "linker/worker.h"
 
@@ -44,6 +43,23 @@ Input Input::memory(std::string name, const void *data, std::size_t size) {
 namespace {
 
 void warm_up_links();
+
+// What the cache stores of a result: its bytes are moved out, the rest
+// copied; a COFF result's .def is the export file it was linked with.
+cache::Artifact take_artifact(LinkResult &result) {
+  cache::Artifact a;
+  a.bytes = std::move(result.artifact);
+  a.implib = std::move(result.implib);
+  a.pdb = std::move(result.pdb);
+  a.name = result.artifact_name;
+  a.target = result.target;
+  a.exports = result.exports;
+  auto target = detail::resolve_target(result.target);
+  if (target && target->export_file_is_companion)
+    a.def = result.export_file;
+  a.linker_version = lld_version();
+  return a;
+}
 
 
 } // namespace
@@ -223,11 +239,9 @@ LinkResult LinkService::Impl::link(const LinkRequest &req) {
     res.diagnostics.push_back(Diagnostic{Severity::Warning, w, req.def_input, {}});
   for (const Diagnostic &d : plan->diagnostics)
     res.diagnostics.push_back(d);
-  if (plan->windows) {
-    res.system_libraries = plan->windows->used;
-    res.import_thunks = plan->windows->thunks;
-    res.windows_crt = plan->windows->crt;
-  }
+  res.system_libraries = plan->system_libraries;
+  res.import_thunks = plan->import_thunks;
+  res.windows_crt = plan->windows_crt;
   res.runtime = plan->runtime;
 
   // Every file the link publishes is reserved before lld runs, so that an
@@ -261,16 +275,7 @@ LinkResult LinkService::Impl::link(const LinkRequest &req) {
       link_total = base::ms_since(tl);
       if (err)
         return std::move(*err);
-      cache::Artifact a;
-      a.bytes = std::move(res.artifact);
-      a.implib = std::move(res.implib);
-      a.pdb = std::move(res.pdb);
-      a.name = plan->job.output_name;
-      a.target = plan->target.triple;
-      a.exports = res.exports;
-      if (plan->target.format == exports::Format::COFF)
-        a.def = plan->export_file;
-      a.linker_version = lld_version();
+      cache::Artifact a = take_artifact(res);
       return a;
     });
     res.timings.cache_ms = base::ms_since(tc) - link_total;
@@ -367,16 +372,7 @@ Expected<cache::Artifact> cache_artifact(LinkResult result) {
   if (!result.artifact_path.empty())
     return make_error(ErrorCode::BadRequest, "the link published its artifact to a path; the cache stores bytes",
                       result.artifact_path, {}, "link without an output path");
-  cache::Artifact a;
-  a.bytes = std::move(result.artifact);
-  a.implib = std::move(result.implib);
-  a.pdb = std::move(result.pdb);
-  a.name = result.artifact_name;
-  a.target = result.target;
-  a.exports = std::move(result.exports);
-  if (llvm::StringRef(a.name).ends_with_insensitive(".dll"))
-    a.def = result.export_file; // COFF: the .def it was linked with
-  a.linker_version = lld_version();
+  cache::Artifact a = take_artifact(result);
   return a;
 }
 
@@ -436,15 +432,13 @@ namespace {
 // environment is computed (clang's driver, the libraries' indexes).
 void warm_up_links() {
   auto target = detail::resolve_target("");
-  if (!target || target->format != exports::Format::ELF)
+  if (!target || !target->platform->warm_up_object)
     return;
-  auto obj = detail::assemble(target->triple, ".text\n.globl hotlink_warm_up\n"
-                                              ".type hotlink_warm_up,@function\nhotlink_warm_up:\n  ret\n"
-                                              ".section .note.GNU-stack,\"\",@progbits\n");
-  if (!obj)
+  std::vector<std::uint8_t> obj = target->platform->warm_up_object(*target);
+  if (obj.empty())
     return;
   LinkRequest req;
-  req.inputs.push_back(Input::memory("warm-up.o", std::move(obj.value())));
+  req.inputs.push_back(Input::memory("warm-up.o", std::move(obj)));
   req.exports = ExportPolicy::list({"hotlink_warm_up"});
   Timings unused;
   auto plan = detail::plan_link(req, unused);

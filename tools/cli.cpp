@@ -147,21 +147,6 @@ std::optional<std::string> read_text_file(const std::string &path) {
   return (*buf)->getBuffer().str();
 }
 
-std::string triple_for(exports::Format f, exports::Arch a) {
-  using exports::Arch;
-  using exports::Format;
-  switch (f) {
-  case Format::ELF: return a == Arch::AArch64 ? "aarch64-linux-gnu" : "x86_64-linux-gnu";
-  case Format::COFF:
-    return a == Arch::X86 ? "i686-pc-windows-msvc"
-           : a == Arch::AArch64 ? "aarch64-pc-windows-msvc" : "x86_64-pc-windows-msvc";
-  case Format::MachO: return a == Arch::AArch64 ? "arm64-apple-macos" : "x86_64-apple-macos";
-  case Format::Wasm: return "wasm32-unknown-unknown";
-  case Format::Unknown: break;
-  }
-  return {};
-}
-
 std::optional<Error> write_atomically(const std::string &path, const std::string &bytes, const std::string &flag) {
   base::AtomicWrite how;
   how.mode = 0644;

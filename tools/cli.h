@@ -63,8 +63,6 @@ void print_json_value(llvm::json::Value v);
 // "1048576", "64K", "512M", "2G".
 bool parse_size(const std::string &s, std::uint64_t &out);
 std::optional<std::string> read_text_file(const std::string &path);
-// The triple hotlink would link an input for, from its format and arch.
-std::string triple_for(exports::Format f, exports::Arch a);
 // Writes `bytes` to `path` atomically (a temporary beside it, then rename).
 std::optional<Error> write_atomically(const std::string &path, const std::string &bytes, const std::string &flag);
 

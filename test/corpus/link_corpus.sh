@@ -11,6 +11,9 @@ hotlink=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 clang=${CLANG:-clang-22}
 clangxx=${CLANGXX:-clang++-22}
 ar=${LLVM_AR:-llvm-ar-22}
+# clang stamps COFF objects for MSVC with the time unless told not to: the
+# fixtures (and so the cache keys) must be the same from run to run.
+export CCC_OVERRIDE_OPTIONS="+-mno-incremental-linker-compatible"
 work=${2:-$(mktemp -d)}
 mkdir -p "$work"
 cd "$work"

@@ -27,7 +27,7 @@
 #pragma once
 
 #include "exports/error.h"
-#include "linker/target.h"
+#include "linker/platforms/platform.h"
 
 #include <cstdint>
 #include <memory>

@@ -1,7 +1,7 @@
-#include "linker/mingw.h"
+#include "linker/platforms/mingw/runtime.h"
 #include "base/clock.h"
 
-#include "linker/windows.h"
+#include "linker/platforms/coff/sysroot.h"
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/FileSystem.h"

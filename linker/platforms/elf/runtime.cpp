@@ -1,7 +1,7 @@
 // The runtime environment of ELF links: clang's driver computes the link
 // line, hotlink resolves it to files once, and each link gets interface
 // stubs of its shared libraries (see runtime.h).
-#include "linker/runtime.h"
+#include "linker/platforms/elf/runtime.h"
 #include "base/clock.h"
 
 #include "exports/symbols.h"

@@ -1,7 +1,8 @@
-#include "linker/msvc_cxx.h"
+#include "linker/platforms/msvc/cxx_runtime.h"
 
 #include "linker/implib.h"
-#include "linker/support.h"
+#include "linker/codegen.h"
+#include "linker/platforms/coff/support.h"
 
 #include "llvm/Object/Archive.h"
 #include "llvm/Object/ArchiveWriter.h"

@@ -27,7 +27,7 @@
 #include "exports/error.h"
 #include "exports/symbols.h"
 #include "linker/job.h"
-#include "linker/target.h"
+#include "linker/platforms/platform.h"
 
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
@@ -178,5 +178,23 @@ std::string file_fingerprint(const std::string &path);
 // Whether a symbol name is one the C++ runtime provides or that C++ code
 // reaches it through (operator new/delete, __cxa_*, personality, std::).
 bool is_cxx_runtime_symbol(std::string_view name);
+
+// One pass over the inputs' symbols for what a runtime environment needs:
+// every undefined name, versions stripped (what the stubs must hold),
+// whether one looks like the C++ runtime's, and whether an input defines
+// a .symver'ed name. Shared by the platforms whose runtime clang's driver
+// computes (ELF, mingw).
+struct SymbolScan {
+  std::unordered_set<std::string_view> undefined;
+  bool cxx_reference = false, versioned_definition = false;
+};
+SymbolScan scan_symbols(const PlanContext &ctx);
+
+// The C++ runtime a link gets: the request's choice, or with Auto
+// libstdc++ when an input references the C++ runtime and none defines it.
+CxxLibrary cxx_library(const PlanContext &ctx, const SymbolScan &scan);
+
+// "name@VER" -> "name".
+std::string_view base_name(std::string_view symbol);
 
 } // namespace hotlink::detail

@@ -11,7 +11,7 @@
 #include "exports/error.h"
 #include "exports/symbols.h"
 #include "linker/linker.h"
-#include "linker/target.h"
+#include "linker/platforms/platform.h"
 
 #include <string>
 #include <vector>
@@ -58,5 +58,10 @@ Expected<WindowsLibraries> plan_windows_libraries(const TargetInfo &target,
                                                   const std::vector<exports::ObjectInfo> &inputs,
                                                   const std::vector<std::string> &names,
                                                   const std::vector<std::string> &provided);
+
+// Where Debian's mingw-w64 packages put the sysroot for `arch`
+// ("/usr/x86_64-w64-mingw32", "/usr/i686-w64-mingw32",
+// "/usr/aarch64-w64-mingw32"): the one spelling of every hint that names it.
+std::string mingw_sysroot(exports::Arch arch);
 
 } // namespace hotlink::detail

@@ -1,4 +1,4 @@
-#include "linker/windows.h"
+#include "linker/platforms/coff/sysroot.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Object/Archive.h"
@@ -32,6 +32,12 @@ const char *mingw_dir(Arch a) {
   default: return "x86_64-w64-mingw32";
   }
 }
+
+} // namespace
+
+std::string mingw_sysroot(Arch arch) { return std::string("/usr/") + mingw_dir(arch); }
+
+namespace {
 
 const char *msvc_arch(Arch a) {
   switch (a) {

@@ -22,8 +22,8 @@
 #pragma once
 
 #include "exports/error.h"
-#include "linker/runtime.h"
-#include "linker/target.h"
+#include "linker/platforms/elf/runtime.h"
+#include "linker/platforms/platform.h"
 
 #include <memory>
 #include <string>

@@ -5,7 +5,7 @@
 #pragma once
 
 #include "exports/error.h"
-#include "linker/target.h"
+#include "linker/platforms/platform.h"
 
 #include <cstdint>
 #include <string>
@@ -25,17 +25,5 @@ Expected<std::vector<std::uint8_t>> support_object(const TargetInfo &target,
 // x64, i386, arm64), for functions an import library offers only as __imp_.
 Expected<std::vector<std::uint8_t>> import_thunks(const TargetInfo &target,
                                                   const std::vector<std::string> &symbols);
-
-// Assembles `source` for `triple` with LLVM MC into an object file. Errors
-// carry the assembler's message.
-Expected<std::vector<std::uint8_t>> assemble(const std::string &triple,
-                                             const std::string &source);
-
-// Compiles LLVM IR text for `triple` (the module's data layout is set from
-// the target) into an object file with LLVM's code generator, without
-// optimization: support code says exactly what it does. Errors carry the
-// parser's message.
-Expected<std::vector<std::uint8_t>> compile_ir(const std::string &triple,
-                                               const std::string &ir, const std::string &name);
 
 } // namespace hotlink::detail

@@ -1,0 +1,171 @@
+#include "linker/inputs.h"
+
+#include "linker/llvm_options.h"
+#include "linker/plan.h"
+
+#include "llvm/Object/Archive.h"
+#include "llvm/Object/ArchiveWriter.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/GlobPattern.h"
+#include "llvm/Support/Path.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace hotlink::detail {
+
+namespace {
+
+bool is_dir(const std::string &p) { return llvm::sys::fs::is_directory(p); }
+
+// "an ELF object", "a COFF object".
+std::string a_or_an(const char *word) {
+  return std::string(std::strchr("AEIOUaeiou", word[0]) ? "an " : "a ") + word;
+}
+
+} // namespace
+
+std::optional<Error> read_inputs(PlanContext &ctx) {
+  ctx.inputs.reserve(ctx.request.inputs.size());
+  for (const Input &in : ctx.request.inputs) {
+    LoadedInput l;
+    l.input = &in;
+    l.display = in.name.empty() ? in.path : in.name;
+    l.data = in.bytes.data();
+    l.size = in.bytes.size();
+    if (!in.in_memory()) {
+      llvm::SmallString<256> abs(in.path);
+      llvm::sys::fs::make_absolute(abs);
+      l.path = abs.str().str();
+      if (is_dir(l.path))
+        return make_error(ErrorCode::InvalidInput, "is a directory", l.display, {},
+                          "pass an object file or archive");
+      auto b = llvm::MemoryBuffer::getFile(l.path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
+      if (!b)
+        return make_error(ErrorCode::InputNotFound, "cannot read: " + b.getError().message(), l.display,
+                          {}, "check that the path exists and is readable");
+      l.file = std::move(*b);
+      l.data = l.file->getBufferStart();
+      l.size = l.file->getBufferSize();
+    }
+    auto info = exports::read_object(l.data, l.size, l.display, /*branch_info=*/!ctx.request.sysroot.empty());
+    if (!info)
+      return info.take_error();
+    l.info = std::move(info.value());
+    ctx.plan.job.input_bytes += l.size;
+    ctx.inputs.push_back(std::move(l));
+  }
+  return std::nullopt;
+}
+
+std::optional<Error> check_inputs(PlanContext &ctx) {
+  const TargetInfo &tgt = ctx.target();
+  const LoadedInput &first = ctx.inputs.front();
+  for (const LoadedInput &l : ctx.inputs)
+    if (l.info.format != first.info.format)
+      return make_error(ErrorCode::MixedFormats,
+                        std::string("is ") + exports::to_string(l.info.format) + " but '" + first.display +
+                            "' is " + exports::to_string(first.info.format),
+                        l.display, {}, "link objects of one format (and target) at a time");
+  for (const LoadedInput &l : ctx.inputs) {
+    if (l.info.format != tgt.format)
+      return make_error(ErrorCode::FormatMismatch,
+                        "is " + a_or_an(exports::to_string(l.info.format)) + " object, but the target " +
+                            tgt.triple + " links " + exports::to_string(tgt.format),
+                        l.display, {},
+                        "compile it for the target, or pick the target that matches it with --target");
+    if (l.info.arch != tgt.arch)
+      return make_error(ErrorCode::ArchMismatch,
+                        std::string("is built for ") + exports::to_string(l.info.arch) + ", but the target " +
+                            tgt.triple + " is " + exports::to_string(tgt.arch),
+                        l.display, {},
+                        "compile it for the target, or pick the target that matches it with --target");
+    ctx.any_archive |= l.info.kind == exports::FileKind::Archive;
+    ctx.any_bitcode |= l.info.bitcode;
+  }
+  // LTO's code generation reads LLVM's options, which an in-process link
+  // leaves as the host set them (llvm_options.h): with any set, bitcode
+  // is compiled in a worker, where they have their defaults.
+  if (ctx.any_bitcode && host_llvm_options_set())
+    ctx.plan.needs_worker = true;
+  return std::nullopt;
+}
+
+std::optional<Error> exclude_members(PlanContext &ctx) {
+  if (ctx.request.exclude_members.empty())
+    return std::nullopt;
+  std::vector<bool> used(ctx.request.exclude_members.size(), false);
+  for (LoadedInput &l : ctx.inputs) {
+    if (l.info.kind != exports::FileKind::Archive)
+      continue;
+    std::string archive = llvm::sys::path::filename(l.display).str();
+    auto excluded = [&](const std::string &member) {
+      for (std::size_t i = 0; i < ctx.request.exclude_members.size(); ++i) {
+        llvm::StringRef pat(ctx.request.exclude_members[i]);
+        std::string member_pat = pat.str();
+        if (pat.ends_with(")") && pat.contains('(')) {
+          if (pat.substr(0, pat.find('(')) != archive)
+            continue;
+          member_pat = pat.substr(pat.find('(') + 1).drop_back().str();
+        }
+        auto g = llvm::GlobPattern::create(member_pat);
+        if (g ? g->match(member) : (llvm::consumeError(g.takeError()), member == member_pat)) {
+          used[i] = true;
+          return true;
+        }
+      }
+      return false;
+    };
+    llvm::MemoryBufferRef buf(llvm::StringRef(static_cast<const char *>(l.data), l.size), l.display);
+    auto a = llvm::object::Archive::create(buf);
+    if (!a)
+      return make_error(ErrorCode::InvalidInput, "cannot reread the archive: " + llvm::toString(a.takeError()),
+                        l.display);
+    std::vector<llvm::NewArchiveMember> keep;
+    llvm::Error err = llvm::Error::success();
+    for (const llvm::object::Archive::Child &c : (*a)->children(err)) {
+      auto name = c.getName();
+      if (!name) {
+        llvm::consumeError(name.takeError());
+        continue;
+      }
+      if (excluded(name->str())) {
+        l.excluded.push_back(name->str());
+        continue;
+      }
+      auto m = llvm::NewArchiveMember::getOldMember(c, /*Deterministic=*/true);
+      if (!m)
+        return make_error(ErrorCode::InvalidInput, "cannot copy member '" + name->str() + "': " +
+                                                       llvm::toString(m.takeError()),
+                          l.display);
+      keep.push_back(std::move(*m));
+    }
+    if (err)
+      return make_error(ErrorCode::InvalidInput, "corrupt archive: " + llvm::toString(std::move(err)), l.display);
+    if (l.excluded.empty())
+      continue;
+    auto out = llvm::writeArchiveToBuffer(keep, llvm::SymtabWritingMode::NormalSymtab,
+                                          llvm::object::Archive::K_GNU, /*Deterministic=*/true,
+                                          /*Thin=*/false);
+    if (!out)
+      return make_error(ErrorCode::Internal, "cannot write the archive without its excluded members: " +
+                                                 llvm::toString(out.takeError()),
+                        l.display);
+    l.filtered.assign((*out)->getBufferStart(), (*out)->getBufferEnd());
+    auto &syms = l.info.symbols;
+    syms.erase(std::remove_if(syms.begin(), syms.end(),
+                              [&](const exports::Symbol &s) {
+                                return std::find(l.excluded.begin(), l.excluded.end(), s.member) !=
+                                       l.excluded.end();
+                              }),
+               syms.end());
+  }
+  for (std::size_t i = 0; i < used.size(); ++i)
+    if (!used[i])
+      return make_error(ErrorCode::BadRequest, "names no member of any archive input",
+                        ctx.request.exclude_members[i], "--exclude-member",
+                        "name a member as it appears in `ar t LIB.a` (MEMBER.o or LIB.a(MEMBER.o))");
+  return std::nullopt;
+}
+
+} // namespace hotlink::detail

@@ -1,0 +1,303 @@
+// The ELF platform (GNU/Linux): `clang -shared`'s runtime environment
+// (runtime.h), a version script for the exports, and a user's version
+// script merged into it.
+#include "linker/platforms/elf/runtime.h"
+#include "linker/platforms/table.h"
+
+#include "exports/names.h"
+#include "exports/version_script.h"
+#include "exports/writers.h"
+#include "linker/codegen.h"
+#include "linker/plan.h"
+
+#include "llvm/LTO/LTO.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/TargetParser/Triple.h"
+
+#include <algorithm>
+#include <unordered_set>
+
+namespace hotlink::detail {
+
+std::string_view base_name(std::string_view symbol) { return symbol.substr(0, symbol.find('@')); }
+
+SymbolScan scan_symbols(const PlanContext &ctx) {
+  SymbolScan scan;
+  for (const LoadedInput &l : ctx.inputs)
+    for (const exports::Symbol &s : l.info.symbols) {
+      if (s.defined) {
+        scan.versioned_definition |= s.name.find('@') != std::string::npos;
+        continue;
+      }
+      scan.undefined.insert(base_name(s.name));
+      scan.cxx_reference |= is_cxx_runtime_symbol(s.name);
+    }
+  return scan;
+}
+
+CxxLibrary cxx_library(const PlanContext &ctx, const SymbolScan &scan) {
+  switch (ctx.request.cxx_runtime) {
+  case CxxRuntime::Libstdcxx: return CxxLibrary::Libstdcxx;
+  case CxxRuntime::Libcxx: return CxxLibrary::Libcxx;
+  case CxxRuntime::None: return CxxLibrary::None;
+  case CxxRuntime::Auto: break;
+  }
+  if (!scan.cxx_reference)
+    return CxxLibrary::None;
+  // A C++ name another input defines is not the runtime's.
+  std::unordered_set<std::string_view> defined = ctx.defined_names();
+  for (std::string_view n : scan.undefined)
+    if (is_cxx_runtime_symbol(n) && !defined.count(n))
+      return CxxLibrary::Libstdcxx;
+  return CxxLibrary::None;
+}
+
+namespace {
+
+class ElfLink final : public PlatformLink {
+public:
+  std::optional<Error> check_request(const PlanContext &ctx) override {
+    if (auto err = refuse_other_options(ctx, kElfOptions | kDriverRuntime))
+      return err;
+    const LinkRequest &req = ctx.request;
+    for (char c : req.soname)
+      if (static_cast<unsigned char>(c) < 0x20 || c == '/')
+        return make_error(ErrorCode::BadRequest, "a soname is a file name: no '/' or control characters",
+                          req.soname, "--soname", "pass a name like libfoo.so.1");
+    if (!req.version_script.empty() && !llvm::sys::fs::is_regular_file(req.version_script))
+      return make_error(ErrorCode::InputNotFound, "the version script cannot be read", req.version_script,
+                        "--version-script", "check the path");
+    return std::nullopt;
+  }
+
+  std::optional<Error> merge_exports(PlanContext &ctx) override { return merge_version_script(ctx); }
+
+  std::optional<Error> environment(PlanContext &ctx) override {
+    SymbolScan scan = scan_symbols(ctx);
+    std::unordered_set<std::string_view> &names = scan.undefined;
+    if (ctx.any_bitcode) {
+      // LTO code generation may call runtime functions the bitcode does not
+      // name (memcpy, __udivti3, ...): the stubs hold them all.
+      llvm::Triple triple(ctx.target().triple);
+      for (const char *n : llvm::lto::LTO::getRuntimeLibcallSymbols(triple))
+        names.insert(n);
+    }
+    const LinkRequest &req = ctx.request;
+    CxxLibrary cxx = cxx_library(ctx, scan);
+    if (req.runtime == Runtime::None) {
+      warn_bare(ctx, nullptr);
+      return std::nullopt;
+    }
+    auto env = runtime_environment(ctx.target(), req.sysroot, cxx);
+    if (!env)
+      return env.take_error();
+    if (!(*env)->has_libc) {
+      warn_bare(ctx, env->get());
+      return std::nullopt;
+    }
+    // The stubs hold what hotlink can see the link naming; libraries,
+    // search paths and raw flags of the user's can name more.
+    RuntimeChoice choice;
+    choice.exact = !req.runtime_stubs || !req.libraries.empty() || !req.library_paths.empty() ||
+                   !req.extra_flags.empty() || scan.versioned_definition;
+    choice.startup_objects = req.startup_objects == StartupObjects::Always || ctx.any_bitcode ||
+                             names.count("__gmon_start__") || names.count("mcount") || names.count("__fentry__");
+    for (const LoadedInput &l : ctx.inputs)
+      choice.startup_objects |= l.info.startup_sections;
+    runtime_ = runtime_link(**env, names, choice);
+    env_ = env.value();
+    ctx.plan.keep_alive = runtime_;
+    ctx.plan.runtime = runtime_->used;
+    ctx.plan.fingerprints.insert(ctx.plan.fingerprints.end(), env_->fingerprints.begin(), env_->fingerprints.end());
+    return std::nullopt;
+  }
+
+  void head(PlanContext &ctx, const std::string &out_name) override {
+    const LinkRequest &req = ctx.request;
+    std::vector<Arg> &a = ctx.job().args;
+    if (env_) {
+      // The driver's line up to the inputs: its flags (-shared, -m,
+      // --hash-style, --build-id, --eh-frame-hdr, --sysroot) and the
+      // startup objects.
+      a.insert(a.end(), runtime_->before.begin(), runtime_->before.end());
+    } else {
+      a.push_back(plain("-shared"));
+      a.push_back(plain(ctx.target().arch == exports::Arch::AArch64 ? "-maarch64linux" : "-melf_x86_64"));
+      a.push_back(plain("--hash-style=gnu"));
+      a.push_back(plain("--build-id"));
+      a.push_back(plain("--eh-frame-hdr"));
+      if (!req.sysroot.empty())
+        a.push_back(plain("--sysroot=" + req.sysroot));
+    }
+    const std::string threads = std::to_string(req.threads);
+    a.push_back(keyed("--threads=" + threads, "<threads>"));
+    if (ctx.any_bitcode)
+      a.push_back(keyed("--thinlto-jobs=" + threads, "<threads>"));
+    a.push_back(plain("-soname=" + (req.soname.empty() ? out_name : req.soname)));
+    a.push_back(plain("-o"));
+    a.push_back(in_dir("", out_name));
+    if (req.undefined == Undefined::Error)
+      a.push_back(plain("-zdefs"));
+    if (req.symbolic)
+      a.push_back(plain("-Bsymbolic-non-weak"));
+  }
+
+  std::optional<Error> export_file(PlanContext &ctx) override {
+    Plan &plan = ctx.plan;
+    std::vector<Arg> &a = ctx.job().args;
+    if (ctx.export_list) {
+      auto script = exports::write_version_script(has_user_script_ ? anonymous_exports_ : plan.exports);
+      if (!script)
+        return script.take_error();
+      plan.export_file = script.value();
+      ctx.add_file("exports.ver", plan.export_file);
+      a.push_back(in_dir("--version-script=", "exports.ver"));
+      auto mode = ctx.request.exports.mode;
+      bool whole = mode == exports::ExportPolicy::Mode::All || mode == exports::ExportPolicy::Mode::None;
+      if (ctx.any_archive && !whole)
+        for (const exports::Export &e : plan.exports)
+          a.push_back(plain("--undefined=" + e.symbol));
+    }
+    if (has_user_script_) {
+      ctx.add_file("user.ver", user_script_);
+      a.push_back(in_dir("--version-script=", "user.ver"));
+      plan.export_file += "# merged with " + ctx.request.version_script + ":\n" + user_script_;
+    }
+    return std::nullopt;
+  }
+
+  std::vector<std::string> library_files(const std::string &name) const override {
+    return {"lib" + name + ".so", "lib" + name + ".a"};
+  }
+
+  std::optional<Error> runtime_libraries(PlanContext &ctx) override {
+    if (!env_)
+      return std::nullopt;
+    Job &job = ctx.job();
+    job.args.insert(job.args.end(), runtime_->after.begin(), runtime_->after.end());
+    for (const JobFile &f : runtime_->files) {
+      job.files.push_back(JobFile::borrow(f.name, f.bytes()));
+      job.files.back().keyed = false;
+    }
+    for (auto &d : runtime_->display_names)
+      job.display_names.push_back(d);
+    return std::nullopt;
+  }
+
+  std::string undefined_hint(const LinkRequest &, const std::string &) const override {
+    return "add the object or library that defines it (-l NAME, -L DIR); an ELF shared object "
+           "may also leave it to the loader (drop --no-undefined), and a hidden symbol must be "
+           "defined inside the artifact";
+  }
+
+private:
+  // A user's version script: its nodes claim some names (exported with
+  // their versions, by the script itself); the policy's other exports go
+  // into hotlink's anonymous node, which also makes everything else local.
+  std::optional<Error> merge_version_script(PlanContext &ctx) {
+    const std::string &path = ctx.request.version_script;
+    if (path.empty())
+      return std::nullopt;
+    auto text = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+    if (!text)
+      return make_error(ErrorCode::InputNotFound, "cannot read: " + text.getError().message(), path,
+                        "--version-script", "check the path");
+    user_script_ = (*text)->getBuffer().str();
+    auto nodes = exports::parse_version_script(user_script_, path);
+    if (!nodes)
+      return nodes.take_error();
+    std::vector<exports::Export> &exported_list = ctx.plan.exports;
+    std::unordered_set<std::string> exported;
+    std::vector<exports::Export> unclaimed;
+    for (const exports::Export &e : exported_list) {
+      exported.insert(e.symbol);
+      if (!exports::claiming_node(*nodes, e.symbol, exports::demangle(e.symbol)) &&
+          !exports::names_local(*nodes, e.symbol))
+        unclaimed.push_back(e);
+    }
+    std::vector<exports::Export> claimed_extra;
+    for (const LoadedInput &l : ctx.inputs)
+      for (const exports::Symbol &s : l.info.symbols)
+        if (s.defined && !s.hidden && !exported.count(s.name) &&
+            exports::claiming_node(*nodes, s.name, exports::demangle(s.name))) {
+          exported.insert(s.name);
+          claimed_extra.push_back({s.name, s.name, s.data});
+        }
+    anonymous_exports_ = std::move(unclaimed);
+    exported_list.insert(exported_list.end(), claimed_extra.begin(), claimed_extra.end());
+    std::sort(exported_list.begin(), exported_list.end(),
+              [](const exports::Export &a, const exports::Export &b) { return a.name < b.name; });
+    has_user_script_ = true;
+    return std::nullopt;
+  }
+
+  // A link without a C library: references to C library functions bind
+  // at load time to whatever the process has, without symbol versions.
+  void warn_bare(PlanContext &ctx, const RuntimeEnvironment *env) {
+    std::unordered_set<std::string_view> defined = ctx.defined_names();
+    std::vector<std::string> named;
+    for (const LoadedInput &l : ctx.inputs)
+      for (const exports::Symbol &s : l.info.symbols)
+        if (!s.defined && !s.weak && !defined.count(s.name))
+          named.push_back(std::string(base_name(s.name)));
+    std::sort(named.begin(), named.end());
+    named.erase(std::unique(named.begin(), named.end()), named.end());
+    if (named.empty())
+      return;
+    std::string list;
+    for (std::size_t i = 0; i < named.size() && i < 12; ++i)
+      list += (i ? ", " : "") + named[i];
+    if (named.size() > 12)
+      list += " and " + std::to_string(named.size() - 12) + " more";
+    std::string why = env ? env->missing + "; " : "";
+    std::string fix = ctx.request.runtime == Runtime::None
+                          ? "drop --no-default-libs to link the target's C library"
+                          : "install the target's C library (for aarch64-linux-gnu: Debian libc6-dev-arm64-cross "
+                            "libgcc-12-dev-arm64-cross) or give its root with --sysroot";
+    ctx.plan.diagnostics.push_back(Diagnostic{
+        Severity::Warning,
+        why + "linked without a C library: " + list + (named.size() == 1 ? " is" : " are") +
+            " left to the loading process and bind without symbol versions (glibc then gives the oldest "
+            "version of each function, which can behave differently); " + fix,
+        {}, named.front()});
+  }
+
+  std::shared_ptr<const RuntimeEnvironment> env_;
+  std::shared_ptr<const RuntimeLink> runtime_;
+  bool has_user_script_ = false;
+  std::string user_script_;
+  std::vector<exports::Export> anonymous_exports_;
+};
+
+bool serves(const llvm::Triple &t, TargetInfo &info) {
+  if (!t.isOSLinux())
+    return false;
+  switch (t.getArch()) {
+  case llvm::Triple::x86_64: info.arch = exports::Arch::X86_64; break;
+  case llvm::Triple::aarch64: info.arch = exports::Arch::AArch64; break;
+  default: return false;
+  }
+  info.format = exports::Format::ELF;
+  info.flavor = "ld.lld";
+  info.extension = ".so";
+  return true;
+}
+
+std::unique_ptr<PlatformLink> start(const TargetInfo &, const LinkRequest &) { return std::make_unique<ElfLink>(); }
+
+// One function, as a JIT's smallest kernel.
+std::vector<std::uint8_t> warm_up_object(const TargetInfo &target) {
+  auto obj = assemble(target.triple, ".text\n.globl hotlink_warm_up\n"
+                                     ".type hotlink_warm_up,@function\nhotlink_warm_up:\n  ret\n"
+                                     ".section .note.GNU-stack,\"\",@progbits\n");
+  return obj ? std::move(obj.value()) : std::vector<std::uint8_t>();
+}
+
+} // namespace
+
+const Platform &elf_platform() {
+  static const Platform p{"elf", {"x86_64-linux-gnu", "aarch64-linux-gnu"}, serves, start, warm_up_object};
+  return p;
+}
+
+} // namespace hotlink::detail

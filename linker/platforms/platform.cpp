@@ -1,0 +1,211 @@
+// The target table, and what every platform shares: the plan context's
+// queries and the default -l lookup.
+#include "linker/platforms/platform.h"
+
+#include "linker/plan.h"
+#include "linker/platforms/table.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/Triple.h"
+
+#include <map>
+#include <mutex>
+
+namespace hotlink {
+
+std::string host_target() { return llvm::Triple::normalize(llvm::sys::getDefaultTargetTriple()); }
+
+std::vector<std::string> supported_targets() {
+  std::vector<std::string> out;
+  for (const detail::Platform *p : detail::platforms())
+    for (const char *t : p->triples)
+      out.push_back(t);
+  return out;
+}
+
+std::string triple_for(exports::Format format, exports::Arch arch) { return detail::triple_for(format, arch); }
+
+namespace detail {
+
+// --- The table -------------------------------------------------------------------
+
+const std::vector<const Platform *> &platforms() {
+  static const std::vector<const Platform *> table = {&elf_platform(), &msvc_platform(), &mingw_platform(),
+                                                      &macho_platform(), &wasm_platform()};
+  return table;
+}
+
+namespace {
+
+Expected<TargetInfo> resolve_uncached(const std::string &spelled) {
+  std::string s = spelled.empty() ? host_target() : spelled;
+  llvm::Triple t(llvm::Triple::normalize(s));
+  for (const Platform *p : platforms()) {
+    TargetInfo info;
+    info.triple = t.str();
+    if (p->serves(t, info)) {
+      info.platform = p;
+      return info;
+    }
+  }
+  std::string list;
+  for (const std::string &x : supported_targets())
+    list += (list.empty() ? "" : ", ") + x;
+  return make_error(ErrorCode::BadRequest, "unsupported target '" + s + "'", {}, "--target", "use one of: " + list);
+}
+
+} // namespace
+
+// Memoized: a JIT names the same one or two triples in every request.
+Expected<TargetInfo> resolve_target(const std::string &spelled) {
+  static std::mutex mu;
+  static std::map<std::string, TargetInfo> known;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = known.find(spelled);
+    if (it != known.end())
+      return it->second;
+  }
+  auto info = resolve_uncached(spelled);
+  if (info) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (known.size() < 64)
+      known.emplace(spelled, info.value());
+  }
+  return info;
+}
+
+std::string triple_for(exports::Format format, exports::Arch arch) {
+  for (const Platform *p : platforms())
+    for (const char *t : p->triples) {
+      auto info = resolve_target(t);
+      if (info && info->format == format && info->arch == arch)
+        return t;
+    }
+  return {};
+}
+
+// --- The plan context --------------------------------------------------------------
+
+const TargetInfo &PlanContext::target() const { return plan.target; }
+Job &PlanContext::job() { return plan.job; }
+
+bool PlanContext::references(const std::string &sym) const {
+  for (const LoadedInput &l : inputs)
+    for (const exports::Symbol &s : l.info.symbols)
+      if (!s.defined && s.name == sym)
+        return true;
+  return false;
+}
+
+bool PlanContext::defines(const std::string &sym) const {
+  for (const LoadedInput &l : inputs)
+    for (const exports::Symbol &s : l.info.symbols)
+      if (s.defined && s.name == sym)
+        return true;
+  return false;
+}
+
+std::unordered_set<std::string_view> PlanContext::defined_names() const {
+  std::unordered_set<std::string_view> defined;
+  for (const LoadedInput &l : inputs)
+    for (const exports::Symbol &s : l.info.symbols)
+      if (s.defined)
+        defined.insert(s.name);
+  return defined;
+}
+
+std::vector<std::string> PlanContext::undefined_names() const {
+  std::unordered_set<std::string_view> defined = defined_names();
+  std::vector<std::string> out;
+  for (const LoadedInput &l : inputs)
+    for (const exports::Symbol &s : l.info.symbols)
+      if (!s.defined && !defined.count(s.name))
+        out.push_back(s.name);
+  return out;
+}
+
+void PlanContext::add_file(const std::string &name, const std::string &text) {
+  plan.job.files.push_back(JobFile::own(name, std::vector<std::uint8_t>(text.begin(), text.end())));
+}
+
+void PlanContext::fingerprint_file(const std::string &label, const std::string &path) {
+  auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
+  if (buf)
+    plan.fingerprints.push_back(label + " " +
+                                cache::KeyBuilder::digest((*buf)->getBufferStart(), (*buf)->getBufferSize()));
+}
+
+// --- What platforms share ------------------------------------------------------------
+
+std::string find_library_file(const std::vector<std::string> &dirs, const std::vector<std::string> &file_names) {
+  for (const std::string &d : dirs)
+    for (const std::string &n : file_names)
+      if (llvm::sys::fs::is_regular_file(d + "/" + n))
+        return d + "/" + n;
+  return {};
+}
+
+std::vector<std::string> PlatformLink::library_files(const std::string &name) const {
+  return {"lib" + name + ".a"};
+}
+
+// -l NAME as lld finds it: the first match in -L, then the sysroot.
+Expected<Arg> PlatformLink::library(PlanContext &ctx, const std::string &name) {
+  if (ctx.digest) {
+    std::vector<std::string> dirs = ctx.request.library_paths;
+    if (!ctx.request.sysroot.empty()) {
+      dirs.push_back(ctx.request.sysroot + "/lib");
+      dirs.push_back(ctx.request.sysroot);
+    }
+    std::string found = find_library_file(dirs, library_files(name));
+    if (!found.empty())
+      ctx.fingerprint_file("library " + name, found);
+  }
+  return plain("-l" + name);
+}
+
+Error not_for_platform(const std::string &flag, const std::string &what, const std::string &triple,
+                       const std::string &hint) {
+  return make_error(ErrorCode::BadRequest, what + ", not " + triple, {}, flag, hint);
+}
+
+std::optional<Error> refuse_other_options(const PlanContext &ctx, unsigned accepted) {
+  const LinkRequest &req = ctx.request;
+  const std::string &triple = ctx.target().triple;
+  if (!(accepted & kCoffOptions)) {
+    if (!req.def_input.empty() || !req.def_output.empty() || !req.implib_output.empty())
+      return not_for_platform(!req.def_input.empty()    ? "--def-in"
+                              : !req.def_output.empty() ? "--def"
+                                                        : "--implib",
+                              ".def files and import libraries are for COFF targets", triple,
+                              "drop the option, or link for a -windows-msvc target");
+    if (!req.pdb_output.empty() || req.debug)
+      return not_for_platform(!req.pdb_output.empty() ? "--pdb" : "--debug",
+                              "PDBs are for COFF targets", triple + " (an ELF or Mach-O artifact keeps its debug info itself)",
+                              "drop the option");
+  }
+  if (!(accepted & kElfOptions))
+    for (const auto &[set, flag] : {std::pair{!req.soname.empty(), "--soname"},
+                                    std::pair{!req.version_script.empty(), "--version-script"}})
+      if (set)
+        return not_for_platform(flag, std::string(flag) + " is for ELF targets", triple,
+                                "drop the option, or link for a -linux-gnu target");
+  if (!(accepted & kDriverRuntime))
+    for (const auto &[set, flag] : {std::pair{req.cxx_runtime != CxxRuntime::Auto, "--cxx-runtime"},
+                                    std::pair{req.runtime != Runtime::Auto, "--no-default-libs"}})
+      if (set)
+        return not_for_platform(flag, std::string(flag) + " is for ELF and -w64-mingw32 targets", triple,
+                                "drop the option, or link for a -linux-gnu target");
+  if (req.executable && !(accepted & kExecutable))
+    return ctx.target().format == exports::Format::COFF
+               ? not_for_platform("--exe", "executables are linked for -windows-msvc targets only", triple,
+                                  "link the host for x86_64-pc-windows-msvc; it loads GNU-ABI DLLs as any other")
+               : not_for_platform("--exe", "executables are linked for COFF targets only", triple,
+                                  "link a shared object, or target -windows-msvc");
+  return std::nullopt;
+}
+
+} // namespace detail
+} // namespace hotlink
