@@ -185,7 +185,7 @@ Expected<Plan> run(const LinkRequest &req, Timings &timings, bool digest) {
   HOTLINK_STEP(libraries(ctx));
   extra_flags(ctx);
   timings.prepare_ms = base::ms_since(t1);
-  return plan;
+  return std::move(plan); // Expected(T) takes a copy of an lvalue
 }
 
 #undef HOTLINK_STEP
