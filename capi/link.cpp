@@ -77,17 +77,17 @@ void hotlink_request_set_exports(hotlink_request *r, hotlink_export_mode mode, c
 }
 
 void hotlink_request_set_output(hotlink_request *r, const char *path) { HOTLINK_SET(r, r->request.output_path = str(path)); }
-void hotlink_request_set_def_output(hotlink_request *r, const char *path) { HOTLINK_SET(r, r->request.def_output = str(path)); }
+void hotlink_request_set_def_output(hotlink_request *r, const char *path) { HOTLINK_SET(r, r->request.coff.def_output = str(path)); }
 void hotlink_request_set_implib_output(hotlink_request *r, const char *path) {
-  HOTLINK_SET(r, r->request.implib_output = str(path));
+  HOTLINK_SET(r, r->request.coff.implib_output = str(path));
 }
-void hotlink_request_set_pdb_output(hotlink_request *r, const char *path) { HOTLINK_SET(r, r->request.pdb_output = str(path)); }
+void hotlink_request_set_pdb_output(hotlink_request *r, const char *path) { HOTLINK_SET(r, r->request.coff.pdb_output = str(path)); }
 void hotlink_request_add_library(hotlink_request *r, const char *name) { HOTLINK_SET(r, r->request.libraries.push_back(str(name))); }
 void hotlink_request_add_library_path(hotlink_request *r, const char *dir) {
   HOTLINK_SET(r, r->request.library_paths.push_back(str(dir)));
 }
 void hotlink_request_set_sysroot(hotlink_request *r, const char *path) { HOTLINK_SET(r, r->request.sysroot = str(path)); }
-void hotlink_request_set_soname(hotlink_request *r, const char *soname) { HOTLINK_SET(r, r->request.soname = str(soname)); }
+void hotlink_request_set_soname(hotlink_request *r, const char *soname) { HOTLINK_SET(r, r->request.elf.soname = str(soname)); }
 void hotlink_request_set_bare(hotlink_request *r, int bare) {
   HOTLINK_SET(r, r->request.runtime = bare ? Runtime::None : Runtime::Auto);
 }

@@ -81,6 +81,55 @@ enum class CxxRuntime { Auto, Libstdcxx, Libcxx, None };
 // small link on them. Always: every link, as `clang -shared`.
 enum class StartupObjects { Needed, Always };
 
+// Options only ELF links read (-linux-gnu targets).
+struct ElfOptions {
+  std::string soname; // DT_SONAME; empty = the output's file name
+  // A version script of the user's (e.g. a library's version nodes),
+  // merged with the export policy: the names its nodes list are exported
+  // with their versions, the policy's other exports unversioned, and
+  // everything else stays local.
+  std::string version_script;
+  // References to the artifact's own non-weak definitions bind inside it
+  // (-Bsymbolic-non-weak). Distribution static libraries are built as PIE,
+  // whose code reaches its own globals PC-relative; without this such code
+  // cannot go into a shared object. Weak definitions (C++ inline functions,
+  // typeinfo) stay preemptible. false: every exported symbol is
+  // preemptible, as with a plain `clang -shared`.
+  bool symbolic = true;
+  // With the runtime environment, shared libraries reach lld as stubs
+  // holding only the symbols the link names (a fraction of lld's time;
+  // the startup objects only when needed, see StartupObjects); false
+  // passes the driver's line as it is (the real files, and every startup
+  // object).
+  bool runtime_stubs = true;
+  StartupObjects startup_objects = StartupObjects::Needed;
+};
+
+// Options only COFF links read (-windows-msvc; the .def, import library
+// and PDB also for -w64-mingw32).
+struct CoffOptions {
+  std::string def_input;     // a user .def merged into the exports
+  std::string def_output;    // also write the .def here
+  std::string implib_output; // also write the import library here
+  bool want_implib = false;  // return it in LinkResult::implib
+  // A PDB of the DLL's debug info, written beside it (atomically, like the
+  // .def and .lib); the DLL's CodeView record names its file name
+  // (-pdbaltpath), and the PDB's GUID follows from the content, so a
+  // debugger never pairs a DLL with another version's PDB. With `debug`
+  // and an output path, it defaults to OUTPUT with the extension .pdb;
+  // without an output path it is returned in LinkResult::pdb.
+  std::string pdb_output;
+  bool debug = false; // link the inputs' CodeView debug info into a PDB
+  // -windows-msvc with a sysroot: which C runtime's import library resolves
+  // CRT calls.
+  WindowsCrt windows_crt = WindowsCrt::Auto;
+  // -windows-msvc: link a console executable starting at `entry` instead
+  // of a DLL (e.g. a small host program that loads JIT DLLs).
+  bool executable = false;
+  std::string entry;
+  bool support_objects = true; // generate _fltused/__chkstk without a CRT
+};
+
 struct LinkRequest {
   std::string target;                 // LLVM triple; empty = the host
   std::vector<Input> inputs;
@@ -88,18 +137,6 @@ struct LinkRequest {
   // What the artifact exports. Default: the entry-point convention (f with
   // f_argv / f_metadata); ExportPolicy::list({...}) for explicit names.
   exports::ExportPolicy exports;
-  std::string def_input;     // COFF: a user .def merged into the exports
-  std::string def_output;    // COFF: also write the .def here
-  std::string implib_output; // COFF: also write the import library here
-  bool want_implib = false;  // COFF: return it in LinkResult::implib
-  // COFF: a PDB of the DLL's debug info, written beside it (atomically,
-  // like the .def and .lib); the DLL's CodeView record names its file name
-  // (-pdbaltpath), and the PDB's GUID follows from the content, so a
-  // debugger never pairs a DLL with another version's PDB. With `debug`
-  // and an output path, it defaults to OUTPUT with the extension .pdb;
-  // without an output path it is returned in LinkResult::pdb.
-  std::string pdb_output;
-  bool debug = false; // COFF: link the inputs' CodeView debug info into a PDB
   std::vector<std::string> libraries; // -l names (or archive paths)
   std::vector<std::string> library_paths;
   // ELF: the target's root (libc, GCC's libraries). *-windows-msvc: a
@@ -108,34 +145,12 @@ struct LinkRequest {
   // import libraries (LinkResult::system_libraries says which), and C++
   // gets hotlink's MSVC C++ runtime. *-w64-mingw32: that folder, or the
   // toolchain root holding it and lib/gcc/<triple>/ (default: clang's
-  // driver finds the installed toolchain).
+  // driver finds the installed toolchain). Mach-O: -syslibroot. wasm: its
+  // lib/ is searched.
   std::string sysroot;
-  WindowsCrt windows_crt = WindowsCrt::Auto;
-  // COFF: link a console executable starting at `entry` instead of a DLL
-  // (e.g. a small host program that loads JIT DLLs).
-  bool executable = false;
-  std::string entry;
-  Runtime runtime = Runtime::Auto;       // ELF and *-w64-mingw32
-  CxxRuntime cxx_runtime = CxxRuntime::Auto; // ELF and *-w64-mingw32
-  // ELF: with the runtime environment, shared libraries reach lld as
-  // stubs holding only the symbols the link names (same artifact, a
-  // fraction of lld's time); false passes the driver's line as it is (the
-  // real files, and every startup object).
-  bool runtime_stubs = true;
-  StartupObjects startup_objects = StartupObjects::Needed; // ELF
-  std::string soname;         // ELF: DT_SONAME; empty = the output's file name
-  // ELF: a version script of the user's (e.g. a library's version nodes),
-  // merged with the export policy: the names its nodes list are exported
-  // with their versions, the policy's other exports unversioned, and
-  // everything else stays local.
-  std::string version_script;
-  // ELF: references to the artifact's own non-weak definitions bind inside
-  // it (-Bsymbolic-non-weak). Distribution static libraries are built as
-  // PIE, whose code reaches its own globals PC-relative; without this such
-  // code cannot go into a shared object. Weak definitions (C++ inline
-  // functions, typeinfo) stay preemptible. false: every exported symbol is
-  // preemptible, as with a plain `clang -shared`.
-  bool symbolic = true;
+  // The runtime environment a compiler driver adds (ELF and *-w64-mingw32).
+  Runtime runtime = Runtime::Auto;
+  CxxRuntime cxx_runtime = CxxRuntime::Auto;
   // Archive members to leave out: "member.o" (in any archive input) or
   // "libx.a(member.o)"; globs allowed. Their symbols are not exported.
   std::vector<std::string> exclude_members;
@@ -143,9 +158,12 @@ struct LinkRequest {
   unsigned threads = 1;               // lld's thread count
   Undefined undefined = Undefined::TargetDefault;
   Execution execution = Execution::Auto;
-  bool support_objects = true;        // generate _fltused/__chkstk for COFF
   std::chrono::milliseconds timeout{60000}; // for a worker link
   bool use_cache = true; // when the service has a cache (service.h)
+  // Options of one family of targets; a platform refuses those of another
+  // family that are set (BadRequest naming the flag).
+  ElfOptions elf;
+  CoffOptions coff;
 };
 
 enum class Severity { Note, Warning, Error };

@@ -236,7 +236,7 @@ LinkResult LinkService::Impl::link(const LinkRequest &req) {
   res.export_file = plan->export_file;
   res.support_objects = plan->support_objects;
   for (const std::string &w : plan->warnings)
-    res.diagnostics.push_back(Diagnostic{Severity::Warning, w, req.def_input, {}});
+    res.diagnostics.push_back(Diagnostic{Severity::Warning, w, req.coff.def_input, {}});
   for (const Diagnostic &d : plan->diagnostics)
     res.diagnostics.push_back(d);
   res.system_libraries = plan->system_libraries;
@@ -250,8 +250,8 @@ LinkResult LinkService::Impl::link(const LinkRequest &req) {
   // Artifacts are executable (0755), companions are not (0644); both less
   // the umask.
   for (auto [path, slot, mode] : {std::tuple{&req.output_path, &output, 0755u},
-                                  std::tuple{&req.def_output, &def_output, 0644u},
-                                  std::tuple{&req.implib_output, &implib_output, 0644u},
+                                  std::tuple{&req.coff.def_output, &def_output, 0644u},
+                                  std::tuple{&req.coff.implib_output, &implib_output, 0644u},
                                   std::tuple{static_cast<const std::string *>(&plan->pdb_path), &pdb_output, 0644u}}) {
     if (path->empty())
       continue;
@@ -302,12 +302,12 @@ LinkResult LinkService::Impl::link(const LinkRequest &req) {
     std::vector<std::uint8_t> text(res.export_file.begin(), res.export_file.end());
     if (auto err = def_output->publish(text))
       return finish(std::move(err));
-    res.def_path = req.def_output;
+    res.def_path = req.coff.def_output;
   }
   if (implib_output) {
     if (auto err = implib_output->publish(res.implib))
       return finish(std::move(err));
-    res.implib_path = req.implib_output;
+    res.implib_path = req.coff.implib_output;
     res.implib.clear();
   }
   if (pdb_output) {

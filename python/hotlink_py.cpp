@@ -128,7 +128,7 @@ Result do_link(Linker &linker, const py::list &objects, const std::optional<std:
   req.libraries = libraries;
   req.sysroot = sysroot.value_or("");
   req.extra_flags = flags;
-  req.soname = soname.value_or("");
+  req.elf.soname = soname.value_or("");
   if (bare)
     req.runtime = Runtime::None;
   Result res;

@@ -100,8 +100,8 @@ int main(int argc, char **argv) {
   req.inputs.push_back(hotlink::Input::memory("wave.obj", std::move(obj.value())));
   req.sysroot = sysroot;
   req.output_path = out + "/kernel.dll";
-  req.def_output = out + "/kernel.def";
-  req.implib_output = out + "/kernel.lib";
+  req.coff.def_output = out + "/kernel.def";
+  req.coff.implib_output = out + "/kernel.lib";
   hotlink::LinkResult r = service.link(req);
   for (const hotlink::Diagnostic &d : r.diagnostics)
     std::fprintf(stderr, "%s: %s\n", d.severity == hotlink::Severity::Note ? "note" : "warning",

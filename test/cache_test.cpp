@@ -172,9 +172,9 @@ TEST(CacheKey, CoffSupportObjectsAndImportLibraryChangeTheKey) {
   auto k0 = svc.cache_key(r);
   ASSERT_TRUE(k0.ok()) << k0.error().to_string();
   LinkRequest no_support = r;
-  no_support.support_objects = false;
+  no_support.coff.support_objects = false;
   LinkRequest with_implib = r;
-  with_implib.want_implib = true;
+  with_implib.coff.want_implib = true;
   auto k1 = svc.cache_key(no_support), k2 = svc.cache_key(with_implib);
   ASSERT_TRUE(k1.ok() && k2.ok());
   EXPECT_NE(k0->hex(), k1->hex());
@@ -391,8 +391,8 @@ TEST_P(CacheCorruption, IsAMissThenRelinkedAndStored) {
   LinkRequest req = request(obj), other = request(other_obj);
   if (coff) {
     req.target = other.target = "x86_64-pc-windows-msvc";
-    req.def_output = test::temp_dir() + "/k.def"; // the .def is a companion
-    other.def_output = test::temp_dir() + "/o.def";
+    req.coff.def_output = test::temp_dir() + "/k.def"; // the .def is a companion
+    other.coff.def_output = test::temp_dir() + "/o.def";
   }
   LinkResult first = svc.link(req), o = svc.link(other);
   ASSERT_TRUE(first.ok() && o.ok()) << (first.ok() ? o.error->to_string() : first.error->to_string());
@@ -492,21 +492,21 @@ TEST(CacheService, CoffHitRepublishesDefAndImportLibrary) {
   req.target = "x86_64-pc-windows-msvc";
   std::string out = test::temp_dir();
   req.output_path = out + "/kernel.dll";
-  req.def_output = out + "/kernel.def";
-  req.implib_output = out + "/kernel.lib";
+  req.coff.def_output = out + "/kernel.def";
+  req.coff.implib_output = out + "/kernel.lib";
   LinkResult miss = svc.link(req);
   ASSERT_TRUE(miss.ok()) << miss.error->to_string();
-  Bytes dll = test::read_file(req.output_path), def = test::read_file(req.def_output),
-        lib = test::read_file(req.implib_output);
+  Bytes dll = test::read_file(req.output_path), def = test::read_file(req.coff.def_output),
+        lib = test::read_file(req.coff.implib_output);
   ASSERT_FALSE(lib.empty());
-  for (const std::string &p : {req.output_path, req.def_output, req.implib_output})
+  for (const std::string &p : {req.output_path, req.coff.def_output, req.coff.implib_output})
     ::unlink(p.c_str());
   LinkResult hit = svc.link(req);
   ASSERT_TRUE(hit.ok()) << hit.error->to_string();
   EXPECT_EQ(hit.cache, CacheUse::Hit);
   EXPECT_EQ(test::read_file(req.output_path), dll);
-  EXPECT_EQ(test::read_file(req.def_output), def);
-  EXPECT_EQ(test::read_file(req.implib_output), lib);
+  EXPECT_EQ(test::read_file(req.coff.def_output), def);
+  EXPECT_EQ(test::read_file(req.coff.implib_output), lib);
 }
 
 TEST(CacheService, AStoreThatFailsIsAWarningNotAFailedLink) {

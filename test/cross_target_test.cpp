@@ -321,8 +321,8 @@ LinkResult link_host_exe(LinkService &svc, const std::string &source, const std:
       Input::memory("host.obj", test::compile_c(kWin64, source_file(source), {"-ffreestanding", "-fno-builtin"})));
   host.sysroot = HOTLINK_TEST_MINGW_SYSROOT;
   host.libraries = libraries;
-  host.executable = true;
-  host.entry = "start";
+  host.coff.executable = true;
+  host.coff.entry = "start";
   host.exports = ExportPolicy::none();
   host.output_path = dir + "/host.exe";
   return svc.link(host);
@@ -344,10 +344,10 @@ TEST(WindowsDll, KernelCallingCrtAndWin32RunsUnderWine) {
     req.target = kWin64;
     req.inputs.push_back(Input::memory("kernel.obj", kernel_obj));
     req.sysroot = HOTLINK_TEST_MINGW_SYSROOT;
-    req.windows_crt = crt;
+    req.coff.windows_crt = crt;
     req.output_path = dir + "/kernel.dll";
-    req.def_output = dir + "/kernel.def";
-    req.implib_output = dir + "/kernel.lib";
+    req.coff.def_output = dir + "/kernel.def";
+    req.coff.implib_output = dir + "/kernel.lib";
     LinkResult r = svc.link(req);
     ASSERT_TRUE(r.ok()) << r.error->to_string();
     EXPECT_EQ(r.windows_crt, ucrt ? "ucrt" : "msvcrt");
@@ -479,7 +479,7 @@ TEST(WindowsDll, MsvcCxxKernelRunsUnderWineWithEitherCrt) {
     req.target = kWin64;
     req.inputs.push_back(Input::memory("msvc_kernel.obj", obj));
     req.sysroot = HOTLINK_TEST_MINGW_SYSROOT;
-    req.windows_crt = crt;
+    req.coff.windows_crt = crt;
     req.exports = ExportPolicy::list({"kernel", "watch_unload"});
     req.output_path = dir + "/msvc.dll";
     LinkResult r = svc.link(req);
@@ -628,12 +628,12 @@ TEST(MingwDll, DebianZlibBecomesAZlib1DllAHostUsesUnderWine) {
   req.inputs.push_back(Input::file(HOTLINK_TEST_MINGW_SYSROOT "/lib/libz.a"));
   req.exports = ExportPolicy::all();
   req.output_path = dir + "/zlib1.dll";
-  req.def_output = dir + "/zlib1.def";
-  req.implib_output = dir + "/zlib1.lib";
+  req.coff.def_output = dir + "/zlib1.def";
+  req.coff.implib_output = dir + "/zlib1.lib";
   LinkResult r = svc.link(req);
   ASSERT_TRUE(r.ok()) << r.error->to_string();
-  EXPECT_TRUE(test::exists(req.def_output));
-  EXPECT_TRUE(test::exists(req.implib_output));
+  EXPECT_TRUE(test::exists(req.coff.def_output));
+  EXPECT_TRUE(test::exists(req.coff.implib_output));
 
   // Every function Debian's own zlib1.dll exports (zlib's win32/zlib.def)
   // is exported; the others are zlib's internal functions (ZLIB_INTERNAL:
@@ -652,7 +652,7 @@ TEST(MingwDll, DebianZlibBecomesAZlib1DllAHostUsesUnderWine) {
     EXPECT_EQ(zlib_h.find(" " + e + " OF("), std::string::npos) << e << " is public, yet Debian's DLL lacks it";
   EXPECT_LE(extra.size(), 16u);
 
-  LinkResult h = link_host_exe(svc, "zlib_host.c", dir, {req.implib_output});
+  LinkResult h = link_host_exe(svc, "zlib_host.c", dir, {req.coff.implib_output});
   ASSERT_TRUE(h.ok()) << h.error->to_string();
   EXPECT_NE(coff_imports(dir + "/host.exe").find("Name: zlib1.dll"), std::string::npos);
   test::Run run = wine(dir, "host.exe");
@@ -733,6 +733,31 @@ TEST(MingwDll, WithoutTheRuntimeALinkIsBareAndSaysWhy) {
   EXPECT_TRUE(warned);
 }
 
+// --no-default-libs is documented for the mingw targets too: a bare DLL
+// of the inputs alone (no dllcrt2.o, no mingwex), while the msvc and
+// Mach-O platforms refuse it naming the flag.
+TEST(MingwDll, NoDefaultLibsLinksTheInputsAlone) {
+  LinkService svc;
+  LinkRequest req;
+  req.target = kMingw64;
+  req.inputs.push_back(Input::memory("k.o", test::compile_c(kMingw64, "int twice(int x) { return 2 * x; }\n")));
+  req.exports = ExportPolicy::all();
+  req.runtime = Runtime::None;
+  LinkResult r = svc.link(req);
+  ASSERT_TRUE(r.ok()) << r.error->to_string();
+  EXPECT_EQ(r.exports, (std::vector<std::string>{"twice"}));
+  EXPECT_TRUE(r.runtime.empty());
+  for (const char *other : {"x86_64-pc-windows-msvc", "arm64-apple-macos"}) {
+    LinkRequest o = req;
+    o.target = other;
+    o.inputs = {Input::memory("k.o", test::compile_c(other, "int twice(int x) { return 2 * x; }\n"))};
+    LinkResult refused = svc.link(o);
+    ASSERT_FALSE(refused.ok()) << other;
+    EXPECT_EQ(refused.error->code, ErrorCode::BadRequest);
+    EXPECT_EQ(refused.error->symbol, "--no-default-libs");
+  }
+}
+
 // The PDB of a DLL linked with debug info: published beside it, named by
 // the DLL's CodeView record, with a GUID that follows from the content, and
 // nothing left in the scratch directory.
@@ -755,7 +780,7 @@ TEST(WindowsDll, PdbIsPublishedBesideTheDllAndNamedByIt) {
   req.target = kWin64;
   req.inputs.push_back(Input::memory("kernel.obj", kernel(3)));
   req.output_path = dir + "/kernel.dll";
-  req.pdb_output = dir + "/kernel.pdb";
+  req.coff.pdb_output = dir + "/kernel.pdb";
   LinkResult r = svc.link(req);
   ASSERT_TRUE(r.ok()) << r.error->to_string();
   EXPECT_EQ(r.pdb_path, dir + "/kernel.pdb");
@@ -777,14 +802,14 @@ TEST(WindowsDll, PdbIsPublishedBesideTheDllAndNamedByIt) {
   LinkRequest other = req;
   other.inputs = {Input::memory("kernel.obj", kernel(4))};
   other.output_path = dir + "/other.dll";
-  other.pdb_output = dir + "/other.pdb";
+  other.coff.pdb_output = dir + "/other.pdb";
   ASSERT_TRUE(svc.link(other).ok());
   EXPECT_NE(pdb_guid(dir + "/other.dll"), guid);
 
   // --debug alone: the PDB goes beside the DLL under its name.
   LinkRequest debug = req;
-  debug.pdb_output.clear();
-  debug.debug = true;
+  debug.coff.pdb_output.clear();
+  debug.coff.debug = true;
   debug.output_path = dir + "/k2.dll";
   LinkResult d = svc.link(debug);
   ASSERT_TRUE(d.ok()) << d.error->to_string();
@@ -798,7 +823,7 @@ TEST(WindowsDll, PdbIsPublishedBesideTheDllAndNamedByIt) {
   LinkService cached({.cache = cache.value()});
   LinkRequest c1 = req;
   c1.output_path = dir + "/c1/kernel.dll";
-  c1.pdb_output = dir + "/c1/kernel.pdb";
+  c1.coff.pdb_output = dir + "/c1/kernel.pdb";
   std::filesystem::create_directories(dir + "/c1");
   ASSERT_EQ(cached.link(c1).cache, CacheUse::Miss);
   Bytes stored = test::read_file(dir + "/c1/kernel.pdb");
@@ -816,7 +841,7 @@ TEST(WindowsDll, PdbsAreForCoffTargets) {
   LinkRequest req;
   req.inputs.push_back(Input::memory("k.o", test::compile_c(host_target(), "int f(void) { return 1; }\n")));
   req.exports = ExportPolicy::list({"f"});
-  req.pdb_output = test::temp_dir() + "/k.pdb";
+  req.coff.pdb_output = test::temp_dir() + "/k.pdb";
   LinkService svc;
   LinkResult r = svc.link(req);
   ASSERT_FALSE(r.ok());
@@ -886,7 +911,7 @@ TEST(WindowsDll, AUserDefWithASyntaxErrorNamesTheLine) {
   req.target = kWin64;
   req.inputs.push_back(Input::memory("kernel.obj", test::compile_c(kWin64, source_file("kernel.c"))));
   req.sysroot = HOTLINK_TEST_MINGW_SYSROOT;
-  req.def_input = def;
+  req.coff.def_input = def;
   LinkResult r = svc.link(req);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error->code, ErrorCode::InvalidInput);
@@ -961,8 +986,8 @@ TEST(WindowsDll, BadSysrootsAreNamed) {
   exe.target = "x86_64-linux-gnu";
   exe.sysroot.clear();
   exe.inputs = {Input::memory("k.o", test::compile_c("x86_64-linux-gnu", "int f(void){return 0;}"))};
-  exe.executable = true;
-  exe.entry = "f";
+  exe.coff.executable = true;
+  exe.coff.entry = "f";
   exe.exports = ExportPolicy::none();
   r = svc.link(exe);
   ASSERT_FALSE(r.ok());

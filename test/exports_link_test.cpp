@@ -338,15 +338,15 @@ TEST(Def, DllAndImportLibraryLetAConsumerResolveExports) {
   kernel.inputs = {Input::memory("kernel.obj", test::compile_c(t, test::halide_style_kernel()))};
   kernel.exports.names = {"global_counter"}; // entry points + one variable
   kernel.output_path = dir + "/kernel.dll";
-  kernel.def_output = dir + "/kernel.def";
-  kernel.implib_output = dir + "/kernel.lib";
+  kernel.coff.def_output = dir + "/kernel.def";
+  kernel.coff.implib_output = dir + "/kernel.lib";
   LinkResult k = service.link(kernel);
   ASSERT_TRUE(k.ok()) << k.error->to_string();
-  EXPECT_EQ(k.def_path, kernel.def_output);
-  EXPECT_EQ(k.implib_path, kernel.implib_output);
+  EXPECT_EQ(k.def_path, kernel.coff.def_output);
+  EXPECT_EQ(k.implib_path, kernel.coff.implib_output);
 
   // The .def on disk parses back to exactly what the DLL exports.
-  Bytes def_text = test::read_file(kernel.def_output);
+  Bytes def_text = test::read_file(kernel.coff.def_output);
   auto def = parse_def(std::string(def_text.begin(), def_text.end()), Arch::X86_64, "kernel.def");
   ASSERT_TRUE(def.ok());
   std::vector<std::string> def_names;
@@ -366,7 +366,7 @@ TEST(Def, DllAndImportLibraryLetAConsumerResolveExports) {
       __declspec(dllimport) extern int global_counter;
       int use(void **a) { return f_argv(a) + global_counter; })"))};
   consumer.exports = ExportPolicy::list({"use"});
-  consumer.libraries = {kernel.implib_output};
+  consumer.libraries = {kernel.coff.implib_output};
   LinkResult c = service.link(consumer);
   ASSERT_TRUE(c.ok()) << c.error->to_string();
   auto imports = coff_imports(c.artifact);
@@ -383,7 +383,7 @@ TEST(Def, UserDefIsMergedAndItsEntriesWin) {
   LinkRequest req;
   req.target = "x86_64-pc-windows-msvc";
   req.inputs = {Input::memory("kernel.obj", test::compile_c(req.target, test::halide_style_kernel()))};
-  req.def_input = user;
+  req.coff.def_input = user;
   LinkResult r = service.link(req);
   ASSERT_TRUE(r.ok()) << r.error->to_string();
   EXPECT_EQ(artifact_exports(r.artifact),
@@ -402,7 +402,7 @@ TEST(Def, UserDefNamingAnUndefinedSymbolIsRefused) {
   LinkRequest req;
   req.target = "x86_64-pc-windows-msvc";
   req.inputs = {Input::memory("kernel.obj", test::compile_c(req.target, test::halide_style_kernel()))};
-  req.def_input = user;
+  req.coff.def_input = user;
   LinkResult r = service.link(req);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error->code, ErrorCode::MissingExport);
@@ -414,7 +414,7 @@ TEST(Def, DefOptionsAreRefusedForOtherFormats) {
   LinkService service;
   LinkRequest req;
   req.inputs = {Input::memory("k.o", test::compile_c(host_target(), test::halide_style_kernel()))};
-  req.implib_output = test::temp_dir() + "/k.lib";
+  req.coff.implib_output = test::temp_dir() + "/k.lib";
   LinkResult r = service.link(req);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error->code, ErrorCode::BadRequest);
@@ -439,7 +439,7 @@ TEST(I386, DecoratedNamesAreExportedUndecorated) {
   req.target = t;
   req.inputs = {Input::memory("k.obj", obj)};
   req.exports.names = {"g", "h"};
-  req.want_implib = true;
+  req.coff.want_implib = true;
   LinkResult r = service.link(req);
   ASSERT_TRUE(r.ok()) << r.error->to_string();
   EXPECT_EQ(r.export_file, "LIBRARY hotlink.dll\nEXPORTS\n    f\n    f_argv\n    g\n    h\n");

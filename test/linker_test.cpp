@@ -213,7 +213,7 @@ TEST_P(Support, ChkstkAndFltusedAreProvidedWhenReferenced) {
   std::sort(want.begin(), want.end());
   EXPECT_EQ(support, want);
 
-  req.support_objects = false;
+  req.coff.support_objects = false;
   LinkResult bare = service.link(req);
   ASSERT_FALSE(bare.ok());
   EXPECT_EQ(bare.error->code, ErrorCode::UndefinedSymbol);

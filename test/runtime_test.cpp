@@ -382,8 +382,8 @@ TEST(Runtime, LibzRebuiltFromItsArchiveServesPythonsZlib) {
   LinkRequest req;
   req.inputs.push_back(Input::file(kLibDir + "/libz.a"));
   req.exports = ExportPolicy::all();
-  req.version_script = map;
-  req.soname = "libz.so.1";
+  req.elf.version_script = map;
+  req.elf.soname = "libz.so.1";
   LinkResult r = link_to(dir + "/libz.so.1", req);
   ASSERT_TRUE(r.ok()) << r.error->to_string();
   EXPECT_EQ(functions_of(dir + "/libz.so.1"), functions_of("/lib/x86_64-linux-gnu/libz.so.1"));
@@ -485,12 +485,12 @@ TEST(Runtime, AnArchiveWithPolicyNoneLinksEveryMember) {
 TEST(Runtime, SonameAndOutputNameAreSeparate) {
   Bytes obj = test::compile_c(host_target(), kLibcKernel);
   LinkRequest req = request_of(host_target(), obj, {"resolve"});
-  req.soname = "libresolve.so.3";
+  req.elf.soname = "libresolve.so.3";
   std::string dir = test::temp_dir();
   LinkResult r = link_to(dir + "/out.so", req);
   ASSERT_TRUE(r.ok()) << r.error->to_string();
   EXPECT_NE(readelf({"-d"}, dir + "/out.so").find("soname: [libresolve.so.3]"), std::string::npos);
-  req.soname = "bad/name";
+  req.elf.soname = "bad/name";
   EXPECT_EQ(link_to(dir + "/out2.so", req).error->code, ErrorCode::BadRequest);
 }
 
@@ -725,9 +725,9 @@ TEST(Runtime, StubsGiveTheArtifactTheRealLibrariesGive) {
   cases.emplace_back("libsodium.a", sodium);
   LinkService service;
   for (auto &[name, req] : cases) {
-    req.startup_objects = StartupObjects::Always; // as the driver's line has them
+    req.elf.startup_objects = StartupObjects::Always; // as the driver's line has them
     LinkResult stubbed = service.link(req);
-    req.runtime_stubs = false;
+    req.elf.runtime_stubs = false;
     LinkResult real = service.link(req);
     ASSERT_TRUE(stubbed.ok() && real.ok()) << name;
     EXPECT_FALSE(stubbed.artifact.empty());

@@ -65,8 +65,8 @@ void add_options(CLI::App &app, Options &o) {
   app.add_flag("--no-undefined", o.no_undefined, "refuse undefined symbols (ELF, Mach-O)")->group(libs);
 
   const char *elf = "ELF";
-  app.add_option("--soname", r.soname, "the soname (default: OUT's file name)")->type_name("NAME")->group(elf);
-  app.add_option("--version-script", r.version_script,
+  app.add_option("--soname", r.elf.soname, "the soname (default: OUT's file name)")->type_name("NAME")->group(elf);
+  app.add_option("--version-script", r.elf.version_script,
                  "a version script of yours (version nodes) merged with the policy: the names its nodes "
                  "list keep their versions")
       ->type_name("FILE")->group(elf);
@@ -88,18 +88,18 @@ void add_options(CLI::App &app, Options &o) {
       ->group(elf);
 
   const char *coff = "COFF";
-  app.add_option("--def", r.def_output, "also write the .def used for the DLL")->type_name("OUT.def")->group(coff);
-  app.add_option("--implib", r.implib_output, "also write the DLL's import library")
+  app.add_option("--def", r.coff.def_output, "also write the .def used for the DLL")->type_name("OUT.def")->group(coff);
+  app.add_option("--implib", r.coff.implib_output, "also write the DLL's import library")
       ->type_name("OUT.lib")->group(coff);
-  app.add_option("--def-in", r.def_input, "merge FILE.def into the exports (its entries win)")
+  app.add_option("--def-in", r.coff.def_input, "merge FILE.def into the exports (its entries win)")
       ->type_name("FILE.def")->group(coff);
-  app.add_option("--pdb", r.pdb_output, "also write the DLL's PDB (its CodeView record names it)")
+  app.add_option("--pdb", r.coff.pdb_output, "also write the DLL's PDB (its CodeView record names it)")
       ->type_name("OUT.pdb")->group(coff);
-  app.add_flag("--debug", r.debug, "link the inputs' CodeView debug info (a PDB beside OUT)")->group(coff);
+  app.add_flag("--debug", r.coff.debug, "link the inputs' CodeView debug info (a PDB beside OUT)")->group(coff);
   app.add_option("--windows-crt", o.windows_crt, "with --sysroot: ucrt (default) or msvcrt")
       ->type_name("C")->group(coff);
-  app.add_flag("--exe", r.executable, "link a console executable starting at --entry NAME")->group(coff);
-  app.add_option("--entry", r.entry, "the executable's entry point")->type_name("NAME")->group(coff);
+  app.add_flag("--exe", r.coff.executable, "link a console executable starting at --entry NAME")->group(coff);
+  app.add_option("--entry", r.coff.entry, "the executable's entry point")->type_name("NAME")->group(coff);
   app.add_flag("--no-support-objects", o.no_support_objects, "do not generate _fltused/__chkstk")->group(coff);
 
   const char *run = "How the link runs";
@@ -162,16 +162,16 @@ std::optional<std::string> complete(Options &o) {
   else if (o.cxx_runtime == "libc++") r.cxx_runtime = CxxRuntime::Libcxx;
   else if (o.cxx_runtime == "none") r.cxx_runtime = CxxRuntime::None;
   else return "--cxx-runtime takes auto, libstdc++, libc++ or none, not '" + o.cxx_runtime + "'";
-  if (o.windows_crt == "ucrt") r.windows_crt = WindowsCrt::Ucrt;
-  else if (o.windows_crt == "msvcrt") r.windows_crt = WindowsCrt::Msvcrt;
+  if (o.windows_crt == "ucrt") r.coff.windows_crt = WindowsCrt::Ucrt;
+  else if (o.windows_crt == "msvcrt") r.coff.windows_crt = WindowsCrt::Msvcrt;
   else if (!o.windows_crt.empty()) return "--windows-crt takes ucrt or msvcrt, not '" + o.windows_crt + "'";
   if (o.isolated) r.execution = Execution::Isolated;
   if (o.allow_undefined) r.undefined = Undefined::Allow;
   if (o.no_undefined) r.undefined = Undefined::Error;
-  if (o.no_support_objects) r.support_objects = false;
+  if (o.no_support_objects) r.coff.support_objects = false;
   if (o.no_default_libs) r.runtime = Runtime::None;
-  if (o.no_runtime_stubs) r.runtime_stubs = false;
-  if (o.no_symbolic) r.symbolic = false;
+  if (o.no_runtime_stubs) r.elf.runtime_stubs = false;
+  if (o.no_symbolic) r.elf.symbolic = false;
   r.timeout = std::chrono::milliseconds(o.timeout_ms);
 
   bool remote = !o.remote_url.empty();

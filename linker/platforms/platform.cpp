@@ -175,20 +175,20 @@ std::optional<Error> refuse_other_options(const PlanContext &ctx, unsigned accep
   const LinkRequest &req = ctx.request;
   const std::string &triple = ctx.target().triple;
   if (!(accepted & kCoffOptions)) {
-    if (!req.def_input.empty() || !req.def_output.empty() || !req.implib_output.empty())
-      return not_for_platform(!req.def_input.empty()    ? "--def-in"
-                              : !req.def_output.empty() ? "--def"
+    if (!req.coff.def_input.empty() || !req.coff.def_output.empty() || !req.coff.implib_output.empty())
+      return not_for_platform(!req.coff.def_input.empty()    ? "--def-in"
+                              : !req.coff.def_output.empty() ? "--def"
                                                         : "--implib",
                               ".def files and import libraries are for COFF targets", triple,
                               "drop the option, or link for a -windows-msvc target");
-    if (!req.pdb_output.empty() || req.debug)
-      return not_for_platform(!req.pdb_output.empty() ? "--pdb" : "--debug",
+    if (!req.coff.pdb_output.empty() || req.coff.debug)
+      return not_for_platform(!req.coff.pdb_output.empty() ? "--pdb" : "--debug",
                               "PDBs are for COFF targets", triple + " (an ELF or Mach-O artifact keeps its debug info itself)",
                               "drop the option");
   }
   if (!(accepted & kElfOptions))
-    for (const auto &[set, flag] : {std::pair{!req.soname.empty(), "--soname"},
-                                    std::pair{!req.version_script.empty(), "--version-script"}})
+    for (const auto &[set, flag] : {std::pair{!req.elf.soname.empty(), "--soname"},
+                                    std::pair{!req.elf.version_script.empty(), "--version-script"}})
       if (set)
         return not_for_platform(flag, std::string(flag) + " is for ELF targets", triple,
                                 "drop the option, or link for a -linux-gnu target");
@@ -198,7 +198,7 @@ std::optional<Error> refuse_other_options(const PlanContext &ctx, unsigned accep
       if (set)
         return not_for_platform(flag, std::string(flag) + " is for ELF and -w64-mingw32 targets", triple,
                                 "drop the option, or link for a -linux-gnu target");
-  if (req.executable && !(accepted & kExecutable))
+  if (req.coff.executable && !(accepted & kExecutable))
     return ctx.target().format == exports::Format::COFF
                ? not_for_platform("--exe", "executables are linked for -windows-msvc targets only", triple,
                                   "link the host for x86_64-pc-windows-msvc; it loads GNU-ABI DLLs as any other")

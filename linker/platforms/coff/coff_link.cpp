@@ -25,14 +25,14 @@ std::string library_name(const std::string &file) {
 
 std::optional<Error> CoffLink::check_coff_options(const PlanContext &ctx) const {
   const LinkRequest &req = ctx.request;
-  if (!req.def_output.empty() && req.exports.mode == exports::ExportPolicy::Mode::None && req.def_input.empty())
+  if (!req.coff.def_output.empty() && req.exports.mode == exports::ExportPolicy::Mode::None && req.coff.def_input.empty())
     return make_error(ErrorCode::BadRequest, "a .def needs an export list, and the policy is 'none'", {}, "--def",
                       "choose an export policy other than none");
   return std::nullopt;
 }
 
 std::optional<Error> CoffLink::merge_exports(PlanContext &ctx) {
-  const std::string &path = ctx.request.def_input;
+  const std::string &path = ctx.request.coff.def_input;
   if (path.empty())
     return std::nullopt;
   const TargetInfo &tgt = ctx.target();
@@ -66,7 +66,7 @@ std::optional<Error> CoffLink::export_file(PlanContext &ctx) {
     ctx.add_file("exports.def", plan.export_file);
     a.push_back(link_file("-def:", "exports.def"));
   }
-  if (ctx.request.implib_output.empty() && !ctx.request.want_implib) {
+  if (ctx.request.coff.implib_output.empty() && !ctx.request.coff.want_implib) {
     a.push_back(link_flag("-noimplib"));
   } else {
     plan.job.implib_name = llvm::sys::path::stem(plan.job.output_name).str() + ".lib";
@@ -83,10 +83,10 @@ std::optional<Error> CoffLink::export_file(PlanContext &ctx) {
 void CoffLink::pdb(PlanContext &ctx) {
   const LinkRequest &req = ctx.request;
   Plan &plan = ctx.plan;
-  if (req.pdb_output.empty() && !req.debug)
+  if (req.coff.pdb_output.empty() && !req.coff.debug)
     return;
-  if (!req.pdb_output.empty()) {
-    plan.pdb_path = req.pdb_output;
+  if (!req.coff.pdb_output.empty()) {
+    plan.pdb_path = req.coff.pdb_output;
   } else if (!req.output_path.empty()) {
     llvm::SmallString<256> p(req.output_path);
     llvm::sys::path::replace_extension(p, ".pdb");
@@ -111,7 +111,7 @@ void CoffLink::pdb(PlanContext &ctx) {
 
 // Only what an input references and nothing defines.
 std::optional<Error> CoffLink::support_objects(PlanContext &ctx) {
-  if (!ctx.request.support_objects || runtime_has_support_symbols())
+  if (!ctx.request.coff.support_objects || runtime_has_support_symbols())
     return std::nullopt;
   Job &job = ctx.job();
   for (const std::string &sym : support_symbols(ctx.target())) {

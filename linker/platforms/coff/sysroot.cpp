@@ -315,7 +315,7 @@ Expected<WindowsLibraries> plan_windows_libraries(const TargetInfo &tgt, const L
   w.lib_dirs = layout->dirs;
 
   // The CRT flavour: UCRT unless asked otherwise.
-  w.crt = req.windows_crt == WindowsCrt::Msvcrt ? "msvcrt" : "ucrt";
+  w.crt = req.coff.windows_crt == WindowsCrt::Msvcrt ? "msvcrt" : "ucrt";
   std::vector<std::string> crt_libs;
   if (w.layout == "mingw-w64")
     crt_libs = {w.crt == "ucrt" ? "ucrtbase" : "msvcrt"};

@@ -60,12 +60,12 @@ public:
     if (auto err = refuse_other_options(ctx, kElfOptions | kDriverRuntime))
       return err;
     const LinkRequest &req = ctx.request;
-    for (char c : req.soname)
+    for (char c : req.elf.soname)
       if (static_cast<unsigned char>(c) < 0x20 || c == '/')
         return make_error(ErrorCode::BadRequest, "a soname is a file name: no '/' or control characters",
-                          req.soname, "--soname", "pass a name like libfoo.so.1");
-    if (!req.version_script.empty() && !llvm::sys::fs::is_regular_file(req.version_script))
-      return make_error(ErrorCode::InputNotFound, "the version script cannot be read", req.version_script,
+                          req.elf.soname, "--soname", "pass a name like libfoo.so.1");
+    if (!req.elf.version_script.empty() && !llvm::sys::fs::is_regular_file(req.elf.version_script))
+      return make_error(ErrorCode::InputNotFound, "the version script cannot be read", req.elf.version_script,
                         "--version-script", "check the path");
     return std::nullopt;
   }
@@ -98,9 +98,9 @@ public:
     // The stubs hold what hotlink can see the link naming; libraries,
     // search paths and raw flags of the user's can name more.
     RuntimeChoice choice;
-    choice.exact = !req.runtime_stubs || !req.libraries.empty() || !req.library_paths.empty() ||
+    choice.exact = !req.elf.runtime_stubs || !req.libraries.empty() || !req.library_paths.empty() ||
                    !req.extra_flags.empty() || scan.versioned_definition;
-    choice.startup_objects = req.startup_objects == StartupObjects::Always || ctx.any_bitcode ||
+    choice.startup_objects = req.elf.startup_objects == StartupObjects::Always || ctx.any_bitcode ||
                              names.count("__gmon_start__") || names.count("mcount") || names.count("__fentry__");
     for (const LoadedInput &l : ctx.inputs)
       choice.startup_objects |= l.info.startup_sections;
@@ -133,12 +133,12 @@ public:
     a.push_back(keyed("--threads=" + threads, "<threads>"));
     if (ctx.any_bitcode)
       a.push_back(keyed("--thinlto-jobs=" + threads, "<threads>"));
-    a.push_back(plain("-soname=" + (req.soname.empty() ? out_name : req.soname)));
+    a.push_back(plain("-soname=" + (req.elf.soname.empty() ? out_name : req.elf.soname)));
     a.push_back(plain("-o"));
     a.push_back(in_dir("", out_name));
     if (req.undefined == Undefined::Error)
       a.push_back(plain("-zdefs"));
-    if (req.symbolic)
+    if (req.elf.symbolic)
       a.push_back(plain("-Bsymbolic-non-weak"));
   }
 
@@ -161,7 +161,7 @@ public:
     if (has_user_script_) {
       ctx.add_file("user.ver", user_script_);
       a.push_back(in_dir("--version-script=", "user.ver"));
-      plan.export_file += "# merged with " + ctx.request.version_script + ":\n" + user_script_;
+      plan.export_file += "# merged with " + ctx.request.elf.version_script + ":\n" + user_script_;
     }
     return std::nullopt;
   }
@@ -195,7 +195,7 @@ private:
   // their versions, by the script itself); the policy's other exports go
   // into hotlink's anonymous node, which also makes everything else local.
   std::optional<Error> merge_version_script(PlanContext &ctx) {
-    const std::string &path = ctx.request.version_script;
+    const std::string &path = ctx.request.elf.version_script;
     if (path.empty())
       return std::nullopt;
     auto text = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);

@@ -28,7 +28,7 @@ public:
       return err;
     if (auto err = check_coff_options(ctx))
       return err;
-    if (ctx.request.executable && ctx.request.entry.empty())
+    if (ctx.request.coff.executable && ctx.request.coff.entry.empty())
       return make_error(ErrorCode::BadRequest, "an executable needs an entry point", {}, "--entry",
                         "name the function the program starts at (--entry NAME)");
     return std::nullopt;
@@ -46,7 +46,7 @@ public:
     for (const LoadedInput &l : ctx.inputs)
       names.push_back(l.display);
     std::vector<std::string> provided;
-    if (req.support_objects)
+    if (req.coff.support_objects)
       provided = support_symbols(ctx.target());
     if (auto err = cxx_runtime(ctx, undefined, provided))
       return err;
@@ -69,8 +69,8 @@ public:
     const LinkRequest &req = ctx.request;
     exports::Arch arch = ctx.target().arch;
     std::vector<Arg> &a = ctx.job().args;
-    if (req.executable) {
-      a.push_back(plain("-entry:" + req.entry));
+    if (req.coff.executable) {
+      a.push_back(plain("-entry:" + req.coff.entry));
       a.push_back(plain("-subsystem:console"));
     } else {
       a.push_back(plain("-dll"));
@@ -144,7 +144,7 @@ private:
   // initializers (.CRT$XI* / .CRT$XC*), the exit functions it registers
   // (static destructors) and its own DllMain, as MSVC's CRT links one.
   static bool needs_crt_entry(const PlanContext &ctx, const std::vector<std::string> &undefined) {
-    if (ctx.request.executable)
+    if (ctx.request.coff.executable)
       return false;
     for (const LoadedInput &l : ctx.inputs)
       if (l.info.startup_sections)
@@ -180,7 +180,7 @@ private:
       cxx |= may_need_msvc_cxx(u);
     if ((!cxx && !crt_entry_) || sysroot_layout(ctx.request.sysroot, ctx.target().arch) != "mingw-w64")
       return std::nullopt;
-    std::string crt = ctx.request.windows_crt == WindowsCrt::Msvcrt ? "msvcrt" : "ucrt";
+    std::string crt = ctx.request.coff.windows_crt == WindowsCrt::Msvcrt ? "msvcrt" : "ucrt";
     auto rt = msvc_cxx_runtime(ctx.target(), crt);
     if (!rt)
       return rt.take_error();
