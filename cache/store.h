@@ -1,0 +1,240 @@
+// Internal. The cache's local store: its directory layout (256 shards of
+// KEY.m manifests, KEY.a artifacts, companions and KEY.lock files), the
+// locks, reading and writing entries, scanning and removing them; and the
+// state the tiers (cache.cpp, remote_tier.cpp) and the statistics
+// (stats.cpp) share. One Cache::Impl per open Cache.
+#pragma once
+
+#include "cache/cache.h"
+#include "cache/manifest.h"
+
+#include "base/clock.h"
+#include "base/files.h"
+#include "trust/blake3.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/Path.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <map>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace hotlink::cache {
+
+using namespace manifest;
+
+constexpr const char *kMarker = "hotlink-cache";
+constexpr const char *kManifest = ".m", *kArtifact = ".a", *kLock = ".lock";
+
+inline bool is_entry_file(const std::string &ext) {
+  if (ext == kManifest || ext == kArtifact)
+    return true;
+  for (const Companion &c : kCompanions)
+    if (ext == c.ext)
+      return true;
+  return false;
+}
+constexpr std::uint64_t kMaxManifestBytes = 16u << 20;
+// A temporary younger than this may belong to a writer that has created it
+// but not yet locked it; older and unlocked means its writer is gone.
+constexpr std::chrono::seconds kTemporaryGrace{10};
+constexpr std::chrono::seconds kAutoPruneInterval{3600};
+
+inline std::string errno_text(int e) { return std::strerror(e); }
+
+// An owned file descriptor.
+class Fd {
+public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  Fd(Fd &&o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+  Fd &operator=(Fd &&o) noexcept {
+    if (this != &o) {
+      reset();
+      fd_ = o.fd_;
+      o.fd_ = -1;
+    }
+    return *this;
+  }
+  ~Fd() { reset(); }
+  void reset() {
+    if (fd_ >= 0)
+      ::close(fd_);
+    fd_ = -1;
+  }
+  int get() const { return fd_; }
+  explicit operator bool() const { return fd_ >= 0; }
+
+private:
+  int fd_ = -1;
+};
+
+// Reads exactly `size` bytes from the start of fd.
+inline bool read_exact(int fd, std::vector<std::uint8_t> &out, std::uint64_t size) {
+  out.resize(size);
+  std::uint64_t done = 0;
+  while (done < size) {
+    ssize_t n = ::pread(fd, out.data() + done, size - done, static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return false;
+    done += static_cast<std::uint64_t>(n);
+  }
+  return true;
+}
+
+// True when fd is still the file that `path` names (it was not unlinked or
+// replaced after it was opened).
+inline bool same_file(int fd, const std::string &path) {
+  struct stat a, b;
+  if (::fstat(fd, &a) != 0 || ::stat(path.c_str(), &b) != 0)
+    return false;
+  return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+// flock with a deadline (polling, so that a timeout is possible).
+inline bool flock_until(int fd, int op, std::chrono::steady_clock::time_point deadline) {
+  auto nap = std::chrono::microseconds(200);
+  for (;;) {
+    if (::flock(fd, op | LOCK_NB) == 0)
+      return true;
+    if (errno != EWOULDBLOCK && errno != EINTR)
+      return false;
+    if (std::chrono::steady_clock::now() >= deadline)
+      return false;
+    std::this_thread::sleep_for(nap);
+    nap = std::min<std::chrono::microseconds>(nap * 2, std::chrono::milliseconds(20));
+  }
+}
+
+
+// Counters persisted as little arrays of uint64 under flock. New counters
+// go at the end: a shorter file from an older version reads as zeros.
+enum StatIndex {
+  kHits, kMisses, kCorrupt, kEvictions, kStores, kStoreErrors, kLockTimeouts,
+  kSavedUs, // microseconds of build time that hits avoided
+  kRefused, kRemoteHits, kRemoteMisses, kRemoteErrors, kRemoteRefused, kRemoteSkipped,
+  kPublished, kPublishErrors, kRemoteLeaseWaits,
+  kStatCount
+};
+
+// Reads the counters; a file shorter than ours (an older version's) is
+// padded with zeros, anything else that is not whole counters is zeros.
+inline void read_counters(int fd, std::uint64_t (&v)[kStatCount]) {
+  std::fill(std::begin(v), std::end(v), 0);
+  ssize_t n = ::pread(fd, v, sizeof v, 0);
+  if (n < 0 || n % 8 != 0)
+    std::fill(std::begin(v), std::end(v), 0);
+}
+
+
+struct Cache::Impl {
+  Config cfg;
+  std::vector<signature::PublicKey> trust; // trusted_keys + sign_key's public half
+  std::unique_ptr<RemoteStore> remote;
+  Fd usage_fd, stats_fd;
+  mutable std::mutex mu;
+  // flock excludes other processes, not other threads sharing the fd.
+  mutable std::mutex file_mu;
+  std::uint64_t delta[kStatCount] = {};
+
+  std::string shard(const Key &k) const;
+  std::string file(const Key &k, const char *ext) const;
+  std::chrono::steady_clock::time_point deadline() const;
+  void count(StatIndex i, std::uint64_t n = 1);
+  void count_hit(const Entry &e);
+
+  // Adds to (or, with `set`, replaces) the usage counters; returns them.
+  std::pair<std::uint64_t, std::uint64_t> usage(std::int64_t dbytes, std::int64_t dentries,
+                                                bool set = false) const;
+
+  std::optional<Error> flush();
+
+  // Opens and locks `path` (created 0600), confirming after the lock that
+  // the path still names the locked file (a pruner may have removed it).
+  bool lock_file(const std::string &path, std::chrono::steady_clock::time_point deadline,
+                 Fd &out, bool nonblocking = false) const;
+
+  std::optional<Error> ensure_shard(const Key &k) const;
+
+  // Writes `bytes` to path atomically: a locked temporary, then rename.
+  std::optional<Error> write_atomic(const std::string &path, const void *data,
+                                    std::size_t size) const;
+
+  enum class Removal { Removed, InUse, Gone };
+
+  // Removes an entry. Holding the key's lock (taken here unless the caller
+  // holds it) keeps builders of the key out; the manifest's exclusive lock
+  // waits for (or, without `wait`, gives way to) readers. The manifest goes
+  // first, so that an interrupted removal leaves only invisible files,
+  // which prune() collects.
+  Removal remove_entry(const Key &k, bool wait, std::uint64_t *freed = nullptr,
+                       bool key_locked = false) const;
+
+  Removal remove_locked(const Key &k, Fd &fd, bool wait, std::uint64_t *freed = nullptr,
+                        bool key_locked = false) const;
+
+  // The manifest file's text: the sealed JSON, signed with sign_key.
+  std::string manifest_text(const Manifest &m) const;
+
+  // Checks a manifest's signature against the trust set; sets the signer.
+  // Returns why it is refused, or empty.
+  std::string check_signed(const std::string &text, Manifest &m, const std::string &name) const;
+
+  // Reads the files of the entry whose manifest `fd` holds (locked shared).
+  // `refused`: the reason is its signature (not damage).
+  std::string read_entry(const Key &k, int fd, Entry &e, bool *refused = nullptr) const;
+
+  // A lookup that does not count; `touch` records the use. `key_locked`:
+  // the caller holds the key's lock (so a corrupt entry can be removed).
+  Lookup find(const Key &k, bool touch, bool key_locked = false);
+
+  struct Scanned {
+    std::string key;
+    bool manifest = false;
+    std::uint64_t bytes = 0; // manifest + artifact + companions
+    std::int64_t last_use_ns = 0;
+    std::vector<std::string> orphans; // companions without a manifest
+    bool lock = false;
+  };
+
+  // Every key's files, and the temporaries (full paths) older than the grace.
+  std::vector<Scanned> scan(std::vector<std::string> &old_temporaries) const;
+
+  // Stores `a` with its manifest `m` under the key's lock, which the caller
+  // holds (so its shard exists). Sets `over` when a limit is now exceeded
+  // (the caller prunes, unlocked).
+  std::optional<Error> store_locked(const Key &key, const Artifact &a, const std::string &text,
+                                    bool &over);
+
+  // Asks the remote for `k`. True with an entry whose manifest a trusted
+  // key signed and whose files match it; every other outcome is counted
+  // and, when it is a failure or a refusal, explained in `warnings`.
+  bool fetch_remote(const Key &k, Entry &out, std::vector<std::string> &warnings);
+
+  // Write-back: only signed entries are published (an unsigned one would
+  // be refused by every consumer).
+  void publish(const Key &k, const Artifact &a, const std::string &text);
+
+  // Removes temporaries whose writer is gone (their flock is free), and the
+  // files of keys that have no manifest and no builder.
+  void clean(std::vector<Scanned> &keys, const std::vector<std::string> &temporaries,
+             PruneReport &r) const;
+};
+
+} // namespace hotlink::cache
