@@ -1,0 +1,236 @@
+// Shared libraries as the runtime environment's stubs see them: what a
+// stub needs of a real library (its soname, versions and dynamic symbols),
+// and the stub itself, an ELF shared object holding only the symbols one
+// link names.
+#include "linker/platforms/elf/runtime.h"
+
+#include "llvm/BinaryFormat/ELF.h"
+#include "llvm/Object/ELF.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+
+namespace hotlink::detail {
+
+using llvm::StringRef;
+
+
+Expected<SharedLibrary> read_shared_library(const std::string &path) {
+  using ELFT = llvm::object::ELF64LE;
+  using namespace llvm::ELF;
+  auto fail = [&](std::string why) {
+    return make_error(ErrorCode::InvalidInput, std::move(why), path, {},
+                      "reinstall the package that owns it");
+  };
+  auto buf = llvm::MemoryBuffer::getFile(path, false, false);
+  if (!buf)
+    return fail("cannot read: " + buf.getError().message());
+  StringRef bytes = (*buf)->getBuffer();
+  if (bytes.size() < 16 || bytes[EI_CLASS] != ELFCLASS64 || bytes[EI_DATA] != ELFDATA2LSB)
+    return fail("not a 64-bit little-endian ELF shared object");
+  auto file = llvm::object::ELFFile<ELFT>::create(bytes);
+  if (!file)
+    return fail(llvm::toString(file.takeError()));
+  const auto &obj = *file;
+  SharedLibrary lib;
+  lib.path = path;
+  std::memcpy(lib.ident, obj.getHeader().e_ident, 16);
+  lib.machine = obj.getHeader().e_machine;
+  lib.flags = obj.getHeader().e_flags;
+  auto sections = obj.sections();
+  if (!sections)
+    return fail(llvm::toString(sections.takeError()));
+  const ELFT::Shdr *dynsym = nullptr, *versym = nullptr, *verdef = nullptr, *dynamic = nullptr;
+  for (const ELFT::Shdr &s : *sections) {
+    if (s.sh_type == SHT_DYNSYM) dynsym = &s;
+    else if (s.sh_type == SHT_GNU_versym) versym = &s;
+    else if (s.sh_type == SHT_GNU_verdef) verdef = &s;
+    else if (s.sh_type == SHT_DYNAMIC) dynamic = &s;
+  }
+  if (!dynsym)
+    return fail("has no dynamic symbol table");
+  auto strtab = obj.getStringTableForSymtab(*dynsym);
+  if (!strtab)
+    return fail(llvm::toString(strtab.takeError()));
+  auto syms = obj.symbols(dynsym);
+  if (!syms)
+    return fail(llvm::toString(syms.takeError()));
+  llvm::ArrayRef<ELFT::Versym> versyms;
+  if (versym) {
+    auto v = obj.template getSectionContentsAsArray<ELFT::Versym>(*versym);
+    if (!v)
+      return fail(llvm::toString(v.takeError()));
+    versyms = *v;
+  }
+  if (verdef) {
+    auto defs = obj.getVersionDefinitions(*verdef);
+    if (!defs)
+      return fail(llvm::toString(defs.takeError()));
+    for (const llvm::object::VerDef &d : *defs)
+      lib.versions.push_back({d.Ndx, d.Flags, d.Hash, d.Name});
+  }
+  if (dynamic) {
+    auto dyn = obj.template getSectionContentsAsArray<ELFT::Dyn>(*dynamic);
+    if (!dyn)
+      return fail(llvm::toString(dyn.takeError()));
+    for (const ELFT::Dyn &d : *dyn)
+      if (d.d_tag == DT_SONAME && d.getVal() < strtab->size())
+        lib.soname = strtab->data() + d.getVal();
+  }
+  if (lib.soname.empty())
+    lib.soname = llvm::sys::path::filename(path).str();
+  for (std::size_t i = dynsym->sh_info; i < syms->size(); ++i) {
+    const ELFT::Sym &s = (*syms)[i];
+    if (s.st_name >= strtab->size() || s.getBinding() == STB_LOCAL)
+      continue;
+    std::string name = strtab->data() + s.st_name;
+    std::uint16_t ver = i < versyms.size() ? versyms[i].vs_index : 1;
+    if (s.st_shndx == SHN_UNDEF) {
+      // lld names a versioned reference of a shared library NAME@VER,
+      // which only meets a definition of that exact version.
+      if ((ver & ~VERSYM_HIDDEN) <= VER_NDX_GLOBAL)
+        lib.undefined.insert(name);
+      continue;
+    }
+    lib.defined[name].push_back(StubSymbol{s.st_info, s.st_other, ver, s.st_value, s.st_size});
+  }
+  return lib;
+}
+
+namespace {
+
+template <class T> void put(std::vector<std::uint8_t> &out, std::size_t at, const T &v) {
+  std::memcpy(out.data() + at, &v, sizeof v);
+}
+
+std::size_t align_to(std::size_t n, std::size_t a) { return (n + a - 1) / a * a; }
+
+} // namespace
+
+std::vector<std::uint8_t> write_stub(const SharedLibrary &lib,
+                                     const std::vector<std::string_view> &wanted) {
+  using ELFT = llvm::object::ELF64LE;
+  using namespace llvm::ELF;
+  // The string table: the soname, every version name, then symbol names.
+  std::string strtab(1, '\0');
+  auto add_str = [&](const std::string &s) {
+    std::uint32_t off = std::uint32_t(strtab.size());
+    strtab += s;
+    strtab += '\0';
+    return off;
+  };
+  std::uint32_t soname = add_str(lib.soname);
+  std::vector<std::uint32_t> version_names;
+  for (const SharedLibrary::Version &v : lib.versions)
+    version_names.push_back(add_str(v.name));
+  struct Entry {
+    std::uint32_t name;
+    StubSymbol sym;
+    bool defined;
+  };
+  std::vector<Entry> entries;
+  // `wanted` is sorted: the stub's bytes do not depend on a set's order.
+  for (std::string_view n : wanted) {
+    llvm::StringRef name(n.data(), n.size());
+    auto it = lib.defined.find(name);
+    if (it != lib.defined.end()) {
+      std::uint32_t off = add_str(name.str());
+      for (const StubSymbol &s : it->second)
+        entries.push_back({off, s, true});
+    } else if (lib.undefined.count(name)) {
+      entries.push_back({add_str(name.str()), StubSymbol{std::uint8_t((STB_GLOBAL << 4) | STT_NOTYPE), 0, 1, 0, 0}, false});
+    }
+  }
+  const std::size_t nsyms = entries.size() + 1;
+  const std::string shstrtab =
+      std::string("\0.dynsym\0.dynstr\0.gnu.version\0.gnu.version_d\0.dynamic\0.shstrtab\0", 64);
+  const std::uint32_t sh_name[7] = {0, 1, 9, 17, 30, 45, 54};
+  const std::size_t kVerdef = sizeof(ELFT::Verdef), kVerdaux = sizeof(ELFT::Verdaux);
+
+  std::size_t off_dynsym = sizeof(ELFT::Ehdr);
+  std::size_t off_dynstr = off_dynsym + nsyms * sizeof(ELFT::Sym);
+  std::size_t off_versym = align_to(off_dynstr + strtab.size(), 2);
+  std::size_t off_verdef = align_to(off_versym + nsyms * 2, 8);
+  std::size_t size_verdef = lib.versions.size() * (kVerdef + kVerdaux);
+  std::size_t off_dynamic = align_to(off_verdef + size_verdef, 8);
+  std::size_t size_dynamic = 2 * sizeof(ELFT::Dyn);
+  std::size_t off_shstrtab = off_dynamic + size_dynamic;
+  std::size_t off_shdrs = align_to(off_shstrtab + shstrtab.size(), 8);
+  std::vector<std::uint8_t> out(off_shdrs + 7 * sizeof(ELFT::Shdr), 0);
+
+  ELFT::Ehdr eh{};
+  std::memcpy(eh.e_ident, lib.ident, 16);
+  eh.e_type = ET_DYN;
+  eh.e_machine = lib.machine;
+  eh.e_version = EV_CURRENT;
+  eh.e_shoff = off_shdrs;
+  eh.e_flags = lib.flags;
+  eh.e_ehsize = sizeof(ELFT::Ehdr);
+  eh.e_shentsize = sizeof(ELFT::Shdr);
+  eh.e_shnum = 7;
+  eh.e_shstrndx = 6;
+  put(out, 0, eh);
+
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    ELFT::Sym s{};
+    s.st_name = entries[i].name;
+    s.st_info = entries[i].sym.info;
+    s.st_other = entries[i].sym.other;
+    s.st_shndx = entries[i].defined ? SHN_ABS : SHN_UNDEF;
+    s.st_value = entries[i].sym.value;
+    s.st_size = entries[i].sym.size;
+    put(out, off_dynsym + (i + 1) * sizeof(ELFT::Sym), s);
+    put(out, off_versym + (i + 1) * 2, std::uint16_t(entries[i].sym.versym));
+  }
+  std::memcpy(out.data() + off_dynstr, strtab.data(), strtab.size());
+  for (std::size_t i = 0; i < lib.versions.size(); ++i) {
+    const SharedLibrary::Version &v = lib.versions[i];
+    std::size_t at = off_verdef + i * (kVerdef + kVerdaux);
+    ELFT::Verdef d{};
+    d.vd_version = VER_DEF_CURRENT;
+    d.vd_flags = v.flags;
+    d.vd_ndx = v.ndx;
+    d.vd_cnt = 1;
+    d.vd_hash = v.hash;
+    d.vd_aux = kVerdef;
+    d.vd_next = i + 1 < lib.versions.size() ? kVerdef + kVerdaux : 0;
+    put(out, at, d);
+    ELFT::Verdaux a{};
+    a.vda_name = version_names[i];
+    a.vda_next = 0;
+    put(out, at + kVerdef, a);
+  }
+  ELFT::Dyn dyn[2]{};
+  dyn[0].d_tag = DT_SONAME;
+  dyn[0].d_un.d_val = soname;
+  dyn[1].d_tag = DT_NULL;
+  std::memcpy(out.data() + off_dynamic, dyn, sizeof dyn);
+  std::memcpy(out.data() + off_shstrtab, shstrtab.data(), shstrtab.size());
+
+  auto shdr = [&](int index, std::uint32_t type, std::size_t offset, std::size_t size,
+                  std::uint32_t link, std::uint32_t info, std::size_t align, std::size_t entsize) {
+    ELFT::Shdr h{};
+    h.sh_name = sh_name[index];
+    h.sh_type = type;
+    h.sh_flags = (type == SHT_STRTAB && index == 6) ? 0u : unsigned(SHF_ALLOC);
+    h.sh_offset = offset;
+    h.sh_size = size;
+    h.sh_link = link;
+    h.sh_info = info;
+    h.sh_addralign = align;
+    h.sh_entsize = entsize;
+    put(out, off_shdrs + index * sizeof(ELFT::Shdr), h);
+  };
+  shdr(1, SHT_DYNSYM, off_dynsym, nsyms * sizeof(ELFT::Sym), 2, 1, 8, sizeof(ELFT::Sym));
+  shdr(2, SHT_STRTAB, off_dynstr, strtab.size(), 0, 0, 1, 0);
+  shdr(3, SHT_GNU_versym, off_versym, nsyms * 2, 1, 0, 2, 2);
+  shdr(4, SHT_GNU_verdef, off_verdef, size_verdef, 2, std::uint32_t(lib.versions.size()), 8, 0);
+  shdr(5, SHT_DYNAMIC, off_dynamic, size_dynamic, 2, 0, 8, sizeof(ELFT::Dyn));
+  shdr(6, SHT_STRTAB, off_shstrtab, shstrtab.size(), 0, 0, 1, 0);
+  return out;
+}
+
+} // namespace hotlink::detail
