@@ -18,6 +18,161 @@ Cache::~Cache() {
 const Config &Cache::config() const { return impl_->cfg; }
 const std::vector<signature::PublicKey> &Cache::trust() const { return impl_->trust; }
 
+namespace {
+
+Error unsafe(const std::string &dir, const std::string &why) {
+  return make_error(ErrorCode::CacheUnsafe, why, dir, {},
+                    "a cache another user can write to lets them choose the code this "
+                    "process loads; use a directory only you can write to (chmod 700 " +
+                        dir + ")");
+}
+
+// The directory, made (0700, with its parents) when missing and `create`.
+std::optional<Error> make_directory(const Config &config, struct stat &st) {
+  const std::string &dir = config.dir;
+  if (::stat(dir.c_str(), &st) == 0)
+    return std::nullopt;
+  if (errno != ENOENT)
+    return make_error(ErrorCode::CacheError, "cannot stat: " + errno_text(errno), dir);
+  if (!config.create)
+    return make_error(ErrorCode::InputNotFound, "no cache directory here", dir, {},
+                      "check the path; a cache is made by the first link that uses it "
+                      "(hotlink link --cache DIR)");
+  llvm::SmallString<256> parent(dir);
+  llvm::sys::path::remove_filename(parent);
+  if (!parent.empty())
+    if (auto ec = llvm::sys::fs::create_directories(parent))
+      return make_error(ErrorCode::CacheError, "cannot create the parent directory: " + ec.message(), dir, {},
+                        "choose a directory you can create");
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
+    return make_error(ErrorCode::CacheError, "cannot create: " + errno_text(errno), dir, {},
+                      "choose a directory you can create");
+  if (::stat(dir.c_str(), &st) != 0)
+    return make_error(ErrorCode::CacheError, "cannot stat: " + errno_text(errno), dir);
+  return std::nullopt;
+}
+
+// A directory, this user's, that nobody else can write to.
+std::optional<Error> check_private(const std::string &dir, const struct stat &st) {
+  if (!S_ISDIR(st.st_mode))
+    return make_error(ErrorCode::CacheError, "is not a directory", dir, {}, "name a directory for the cache");
+  if (st.st_uid != ::geteuid())
+    return unsafe(dir, "the cache directory belongs to another user (uid " + std::to_string(st.st_uid) + ")");
+  if (st.st_mode & 022) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    return unsafe(dir, std::string("the cache directory is writable by ") +
+                           ((st.st_mode & 020) && (st.st_mode & 002) ? "its group and by others"
+                            : (st.st_mode & 020)                     ? "its group"
+                                                                     : "others") +
+                           " (mode " + mode + ")");
+  }
+  return std::nullopt;
+}
+
+bool is_empty_directory(const std::string &dir, bool &empty) {
+  DIR *d = ::opendir(dir.c_str());
+  if (!d)
+    return false;
+  empty = true;
+  while (dirent *e = ::readdir(d))
+    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0)
+      empty = false;
+  ::closedir(d);
+  return true;
+}
+
+} // namespace
+
+// The marker that makes a directory a cache: a new or empty directory gets
+// it (exactly one of the processes opening it at once creates it); any
+// other directory without it is refused, so prune and clear never touch
+// files that are not the cache's.
+std::optional<Error> Cache::Impl::claim_directory() {
+  const std::string &dir = cfg.dir;
+  std::string marker = dir + "/" + kMarker;
+  if (::access(marker.c_str(), F_OK) == 0)
+    return std::nullopt;
+  if (!cfg.create)
+    return make_error(ErrorCode::InputNotFound,
+                      "is not a hotlink cache (it has no '" + std::string(kMarker) + "' file)", dir, {},
+                      "check the path; a cache is made by the first link that uses it "
+                      "(hotlink link --cache DIR)");
+  bool empty = false;
+  if (!is_empty_directory(dir, empty))
+    return make_error(ErrorCode::CacheError, "cannot read: " + errno_text(errno), dir);
+  // hotlink creates the marker before any other file, so a directory that
+  // has files has the marker unless it is not a cache: look again, since
+  // another process may have made it one since the first look.
+  if (!empty && ::access(marker.c_str(), F_OK) != 0)
+    return make_error(ErrorCode::CacheError,
+                      "is not empty and is not a hotlink cache (it has no '" + std::string(kMarker) + "' file)",
+                      dir, {},
+                      "choose a new or empty directory: hotlink never prunes or clears "
+                      "files it did not create");
+  int fd = empty ? ::open(marker.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600) : -1;
+  if (fd < 0 && empty && errno != EEXIST)
+    return make_error(ErrorCode::CacheError, "cannot create: " + errno_text(errno), marker, {},
+                      "check the cache directory's permissions");
+  if (fd < 0)
+    return std::nullopt;
+  std::string text = "hotlink cache, format " + std::to_string(kFormat) + "\n";
+  bool written = base::write_all(fd, text.data(), text.size());
+  ::close(fd);
+  if (!written)
+    return make_error(ErrorCode::CacheError, "cannot write: " + errno_text(errno), marker);
+  std::string tag = "Signature: 8a477f597d28d172789f06886806bc55\n"
+                    "# This directory is a hotlink cache; backup tools may skip it.\n";
+  return write_atomic(dir + "/CACHEDIR.TAG", tag.data(), tag.size());
+}
+
+// The keys entries are checked against, and the remote tier.
+std::optional<Error> Cache::Impl::connect() {
+  trust = cfg.trusted_keys;
+  if (cfg.sign_key)
+    trust.push_back(cfg.sign_key->public_key());
+  if (cfg.require_signed && !cfg.sign_key)
+    return make_error(ErrorCode::BadRequest,
+                      "requiring signed local entries needs a signing key: this process's own "
+                      "links would be refused",
+                      cfg.dir, "--sign-key", "pass --sign-key KEY (make one with hotlink keygen)");
+  if (!cfg.remote)
+    return std::nullopt;
+  if (trust.empty())
+    return make_error(ErrorCode::BadRequest,
+                      "a remote cache needs a key to trust: its entries are used only when "
+                      "a trusted key signed them",
+                      cfg.remote->url, "--trusted-key",
+                      "pass the publisher's public key (--trusted-key KEY.pub) or a signing "
+                      "key (--sign-key KEY) to publish and trust your own entries");
+  auto r = RemoteStore::create(*cfg.remote);
+  if (!r)
+    return r.take_error();
+  remote = std::move(r.value());
+  remote->on_event([this](RemoteStore::Event e, const std::string &) {
+    switch (e) {
+    case RemoteStore::Event::Published: count(kPublished); break;
+    case RemoteStore::Event::Skipped: count(kRemoteSkipped); break;
+    case RemoteStore::Event::PublishFailed:
+    case RemoteStore::Event::Dropped: count(kPublishErrors); break;
+    }
+  });
+  return std::nullopt;
+}
+
+// The counters' files.
+std::optional<Error> Cache::Impl::open_counters() {
+  for (auto [name, fd] : {std::pair{"/usage", &usage_fd}, std::pair{"/stats", &stats_fd}}) {
+    std::string p = cfg.dir + name;
+    *fd = Fd(::open(p.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+    if (!*fd)
+      return make_error(ErrorCode::CacheError, "cannot open: " + errno_text(errno), p, {},
+                        "check the cache directory's permissions (a read-only cache "
+                        "cannot be used)");
+  }
+  return std::nullopt;
+}
+
 Expected<std::shared_ptr<Cache>> Cache::open(Config config) {
   if (config.dir.empty())
     return make_error(ErrorCode::BadRequest, "no cache directory given", {}, "--cache",
@@ -27,145 +182,26 @@ Expected<std::shared_ptr<Cache>> Cache::open(Config config) {
   while (abs.size() > 1 && abs.back() == '/')
     abs.pop_back();
   config.dir = abs.str().str();
-  const std::string &dir = config.dir;
-  auto unsafe = [&](const std::string &why) {
-    return make_error(ErrorCode::CacheUnsafe, why, dir, {},
-                      "a cache another user can write to lets them choose the code this "
-                      "process loads; use a directory only you can write to (chmod 700 " +
-                          dir + ")");
-  };
-
   struct stat st;
-  if (::stat(dir.c_str(), &st) != 0) {
-    if (errno != ENOENT)
-      return make_error(ErrorCode::CacheError, "cannot stat: " + errno_text(errno), dir);
-    if (!config.create)
-      return make_error(ErrorCode::InputNotFound, "no cache directory here", dir, {},
-                        "check the path; a cache is made by the first link that uses it "
-                        "(hotlink link --cache DIR)");
-    llvm::SmallString<256> parent(dir);
-    llvm::sys::path::remove_filename(parent);
-    if (!parent.empty())
-      if (auto ec = llvm::sys::fs::create_directories(parent))
-        return make_error(ErrorCode::CacheError,
-                          "cannot create the parent directory: " + ec.message(), dir, {},
-                          "choose a directory you can create");
-    if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
-      return make_error(ErrorCode::CacheError, "cannot create: " + errno_text(errno), dir, {},
-                        "choose a directory you can create");
-    if (::stat(dir.c_str(), &st) != 0)
-      return make_error(ErrorCode::CacheError, "cannot stat: " + errno_text(errno), dir);
-  }
-  if (!S_ISDIR(st.st_mode))
-    return make_error(ErrorCode::CacheError, "is not a directory", dir, {},
-                      "name a directory for the cache");
-  if (st.st_uid != ::geteuid())
-    return unsafe("the cache directory belongs to another user (uid " +
-                  std::to_string(st.st_uid) + ")");
-  if (st.st_mode & 022) {
-    char mode[8];
-    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
-    return unsafe(std::string("the cache directory is writable by ") +
-                  ((st.st_mode & 020) && (st.st_mode & 002) ? "its group and by others"
-                   : (st.st_mode & 020)                     ? "its group"
-                                                            : "others") +
-                  " (mode " + mode + ")");
-  }
-
-  std::string marker = dir + "/" + kMarker;
-  if (!config.create && ::access(marker.c_str(), F_OK) != 0)
-    return make_error(ErrorCode::InputNotFound,
-                      "is not a hotlink cache (it has no '" + std::string(kMarker) + "' file)", dir,
-                      {}, "check the path; a cache is made by the first link that uses it "
-                          "(hotlink link --cache DIR)");
-  if (::access(marker.c_str(), F_OK) != 0) {
-    DIR *d = ::opendir(dir.c_str());
-    if (!d)
-      return make_error(ErrorCode::CacheError, "cannot read: " + errno_text(errno), dir);
-    bool empty = true;
-    while (dirent *e = ::readdir(d))
-      if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0)
-        empty = false;
-    ::closedir(d);
-    // hotlink creates the marker before any other file, so a directory that
-    // has files has the marker unless it is not a cache: look again, since
-    // another process may have made it one since the first look.
-    if (!empty && ::access(marker.c_str(), F_OK) != 0)
-      return make_error(ErrorCode::CacheError,
-                        "is not empty and is not a hotlink cache (it has no '" +
-                            std::string(kMarker) + "' file)",
-                        dir, {},
-                        "choose a new or empty directory: hotlink never prunes or clears "
-                        "files it did not create");
-    // Exactly one of the processes opening a new cache at once creates it.
-    int fd = empty ? ::open(marker.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600) : -1;
-    if (fd < 0 && empty && errno != EEXIST)
-      return make_error(ErrorCode::CacheError, "cannot create: " + errno_text(errno), marker, {},
-                        "check the cache directory's permissions");
-    if (fd >= 0) {
-      std::string text = "hotlink cache, format " + std::to_string(kFormat) + "\n";
-      bool written = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-      ::close(fd);
-      if (!written)
-        return make_error(ErrorCode::CacheError, "cannot write: " + errno_text(errno), marker);
-      Impl writer;
-      writer.cfg = config;
-      std::string tag = "Signature: 8a477f597d28d172789f06886806bc55\n"
-                        "# This directory is a hotlink cache; backup tools may skip it.\n";
-      if (auto err = writer.write_atomic(dir + "/CACHEDIR.TAG", tag.data(), tag.size()))
-        return *err;
-    }
-  }
-
+  if (auto err = make_directory(config, st))
+    return std::move(*err);
+  if (auto err = check_private(config.dir, st))
+    return std::move(*err);
   auto impl = std::make_unique<Impl>();
-  impl->cfg = config;
-  impl->trust = config.trusted_keys;
-  if (config.sign_key)
-    impl->trust.push_back(config.sign_key->public_key());
-  if (config.require_signed && !config.sign_key)
-    return make_error(ErrorCode::BadRequest,
-                      "requiring signed local entries needs a signing key: this process's own "
-                      "links would be refused",
-                      config.dir, "--sign-key", "pass --sign-key KEY (make one with hotlink keygen)");
-  if (config.remote) {
-    if (impl->trust.empty())
-      return make_error(ErrorCode::BadRequest,
-                        "a remote cache needs a key to trust: its entries are used only when "
-                        "a trusted key signed them",
-                        config.remote->url, "--trusted-key",
-                        "pass the publisher's public key (--trusted-key KEY.pub) or a signing "
-                        "key (--sign-key KEY) to publish and trust your own entries");
-    auto r = RemoteStore::create(*config.remote);
-    if (!r)
-      return r.take_error();
-    impl->remote = std::move(r.value());
-    Impl *raw = impl.get();
-    impl->remote->on_event([raw](RemoteStore::Event e, const std::string &) {
-      switch (e) {
-      case RemoteStore::Event::Published: raw->count(kPublished); break;
-      case RemoteStore::Event::Skipped: raw->count(kRemoteSkipped); break;
-      case RemoteStore::Event::PublishFailed:
-      case RemoteStore::Event::Dropped: raw->count(kPublishErrors); break;
-      }
-    });
-  }
-  for (auto [name, fd] : {std::pair{"/usage", &impl->usage_fd},
-                          std::pair{"/stats", &impl->stats_fd}}) {
-    std::string p = impl->cfg.dir + name;
-    *fd = Fd(::open(p.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
-    if (!*fd)
-      return make_error(ErrorCode::CacheError, "cannot open: " + errno_text(errno), p, {},
-                        "check the cache directory's permissions (a read-only cache "
-                        "cannot be used)");
-  }
+  impl->cfg = std::move(config);
+  if (auto err = impl->claim_directory())
+    return std::move(*err);
+  if (auto err = impl->connect())
+    return std::move(*err);
+  if (auto err = impl->open_counters())
+    return std::move(*err);
   std::shared_ptr<Cache> cache(new Cache(std::move(impl)));
   // Pruned at least hourly by whoever opens it: limits hold, and the
   // temporaries and partial entries of killed processes are collected,
   // even when no store ever exceeds a limit.
   struct stat ps;
   std::string plock = cache->config().dir + "/prune.lock";
-  if (::stat(plock.c_str(), &ps) != 0 ||
-      std::time(nullptr) - ps.st_mtim.tv_sec > kAutoPruneInterval.count())
+  if (::stat(plock.c_str(), &ps) != 0 || std::time(nullptr) - ps.st_mtim.tv_sec > kAutoPruneInterval.count())
     cache->prune();
   return cache;
 }

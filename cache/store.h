@@ -153,6 +153,12 @@ struct Cache::Impl {
   mutable std::mutex file_mu;
   std::uint64_t delta[kStatCount] = {};
 
+  // Opening (cache.cpp): the marker that makes the directory a cache, the
+  // trust set and the remote tier, the counters' files.
+  std::optional<Error> claim_directory();
+  std::optional<Error> connect();
+  std::optional<Error> open_counters();
+
   std::string shard(const Key &k) const;
   std::string file(const Key &k, const char *ext) const;
   std::chrono::steady_clock::time_point deadline() const;

@@ -76,152 +76,199 @@ void print_metadata_text(const llvm::json::Array &metas) {
 
 } // namespace
 
-int verify(int argc, char **argv) {
-  using namespace hotlink::loader;
-  Command cmd("verify", "hotlink verify ARTIFACT [options]",
-              "Checks ARTIFACT the way the loader does before mapping it: a shared object of this\n"
-              "host's format and architecture, with the expected exports, the expected hash, and no\n"
-              "import this process cannot resolve.",
-              "exit codes: 0 accepted, 1 refused (the reason is named), 2 bad usage.");
+namespace {
+
+using hotlink::loader::ExpectedAbi;
+using hotlink::loader::Library;
+using hotlink::loader::VerifyOptions;
+namespace halide_abi = hotlink::loader::halide_abi;
+
+// What `verify` reads from its command line.
+struct VerifyArgs {
   VerifyOptions opts;
   std::string artifact, metadata, abi_spec, signature_path;
   std::vector<std::string> trusted;
   bool load = false, json = false;
-  CLI::App &app = cmd.app;
-  app.add_option("artifact", artifact, "the shared object, DLL, dylib or wasm module")->type_name("ARTIFACT");
-  app.add_option("--expect", opts.expected_exports, "require export NAME (repeatable)")
+  ExpectedAbi abi;
+};
+
+void add_options(CLI::App &app, VerifyArgs &a) {
+  app.add_option("artifact", a.artifact, "the shared object, DLL, dylib or wasm module")->type_name("ARTIFACT");
+  app.add_option("--expect", a.opts.expected_exports, "require export NAME (repeatable)")
       ->allow_extra_args(false)->type_name("NAME");
-  app.add_option("--sha256", opts.sha256, "require this SHA-256 of the bytes")->type_name("HEX");
-  app.add_option("--blake3", opts.blake3, "require this BLAKE3 of the bytes")->type_name("HEX");
-  app.add_flag("--load", load,
+  app.add_option("--sha256", a.opts.sha256, "require this SHA-256 of the bytes")->type_name("HEX");
+  app.add_option("--blake3", a.opts.blake3, "require this BLAKE3 of the bytes")->type_name("HEX");
+  app.add_flag("--load", a.load,
                "also map a private copy and print every *_metadata() entry point's Halide metadata");
-  app.add_option("--abi", abi_spec,
+  app.add_option("--abi", a.abi_spec,
                  "with --load: require this argument list, e.g. input:1:2:1:8,scale:0:0:2:32 "
                  "(name:kind:dims:code:bits)")
       ->type_name("SPEC");
-  app.add_option("--metadata", metadata, "the metadata entry point for --abi (default: the only *_metadata export)")
+  app.add_option("--metadata", a.metadata, "the metadata entry point for --abi (default: the only *_metadata export)")
       ->type_name("SYMBOL");
-  app.add_option("--trusted-key", trusted,
+  app.add_option("--trusted-key", a.trusted,
                  "require a signature by PUB (repeatable: any of them); the artifact must match the signed "
                  "BLAKE3, size and exports")
       ->allow_extra_args(false)->type_name("PUB");
-  app.add_option("--signature", signature_path,
+  app.add_option("--signature", a.signature_path,
                  "the signed statement (default: ARTIFACT.sig, as written by `hotlink sign`)")
       ->type_name("FILE");
-  app.add_flag("--json", json, "print the result as JSON");
-  if (int rc = cmd.parse(argc, argv); rc >= 0)
-    return rc;
-  for (const std::string &t : trusted) {
-    auto k = hotlink::signature::read_public_key(t);
-    if (!k)
-      return print_error(k.error(), json);
-    opts.trusted_keys.push_back(k.value());
-  }
-  if (artifact.empty())
-    return usage_error("no artifact", "verify");
-  if (!opts.sha256.empty() && !opts.blake3.empty())
-    return usage_error("give --sha256 or --blake3, not both", "verify");
-  for (const std::string *h : {&opts.sha256, &opts.blake3})
-    if (!h->empty() && (h->size() != 64 || h->find_first_not_of("0123456789abcdefABCDEF") != std::string::npos))
-      return usage_error("a hash is 64 hex digits, not '" + *h + "'", "verify");
-  ExpectedAbi abi;
-  if (!abi_spec.empty() && !parse_abi(abi_spec, abi))
-    return usage_error("--abi takes name:kind:dims:code:bits[,...], not '" + abi_spec + "'", "verify");
-  if (!abi_spec.empty() && !load)
-    return usage_error("--abi needs --load (the metadata is read from the mapped image)", "verify");
+  app.add_flag("--json", a.json, "print the result as JSON");
+}
 
-  if (!signature_path.empty() && opts.trusted_keys.empty())
-    return usage_error("--signature needs --trusted-key (the keys whose signature counts)", "verify");
-  llvm::json::Object out{{"artifact", artifact}};
-  std::optional<hotlink::Error> refusal;
-  std::vector<std::string> exports_list;
-  llvm::json::Array metas;
-  auto bytes = read_artifact_file(artifact);
-  if (bytes && !opts.trusted_keys.empty()) {
-    if (signature_path.empty())
-      signature_path = artifact + ".sig";
-    auto text = read_text_file(signature_path);
-    if (!text)
-      refusal = hotlink::make_error(hotlink::ErrorCode::Unsigned,
-                                    "has no signature: cannot read " + signature_path, artifact,
-                                    "--signature", "sign it with `hotlink sign --key KEY " + artifact +
-                                                       "`, or name its statement with --signature");
-    else
-      opts.statement = text.value();
-  }
-  if (refusal) {
-  } else if (!bytes) {
-    refusal = bytes.error();
-  } else if (auto v = verify(bytes.value(), artifact, opts); !v) {
-    refusal = v.error();
-  } else {
-    exports_list = v->info.exports;
-    if (!v->signer.empty())
-      out["signer"] = v->signer;
-    out["sha256"] = v->sha256.empty() ? sha256_hex(bytes.value()) : v->sha256;
-    out["blake3"] = v->blake3.empty() ? blake3_hex(bytes.value()) : v->blake3;
-    if (load) {
-      auto lib = load_private(bytes.value(), artifact);
-      if (!lib)
-        refusal = lib.error();
-      std::vector<std::string> meta_syms;
-      for (const std::string &e : exports_list)
-        if (e.size() > 9 && e.compare(e.size() - 9, 9, "_metadata") == 0)
-          meta_syms.push_back(e);
-      if (!refusal && !abi_spec.empty()) {
-        if (metadata.empty() && meta_syms.size() == 1)
-          metadata = meta_syms[0];
-        if (metadata.empty())
-          return usage_error("name the metadata entry point with --metadata", "verify");
-        refusal = check_abi(*lib.value(), metadata, abi);
-      }
-      for (const std::string &m : meta_syms) {
-        if (refusal)
-          break;
-        auto fn = reinterpret_cast<const hotlink::loader::halide_abi::halide_filter_metadata_t *(*)()>(lib.value()->symbol(m));
-        const hotlink::loader::halide_abi::halide_filter_metadata_t *md = fn ? fn() : nullptr;
-        if (!md || (md->num_arguments > 0 && !md->arguments) || md->num_arguments < 0) {
-          refusal = hotlink::make_error(hotlink::ErrorCode::AbiMismatch, "returns malformed metadata", artifact, m);
-          break;
-        }
-        llvm::json::Array args;
-        for (int i = 0; i < md->num_arguments; ++i) {
-          const auto &a = md->arguments[i];
-          // std::string copies: the strings live in the image, which is
-          // unmapped before the JSON is printed.
-          args.push_back(llvm::json::Object{{"name", std::string(a.name ? a.name : "")}, {"kind", a.kind},
-                                            {"dimensions", a.dimensions}, {"type_code", int(a.type.code)},
-                                            {"type_bits", int(a.type.bits)}});
-        }
-        metas.push_back(llvm::json::Object{{"symbol", m}, {"version", md->version},
-                                           {"name", std::string(md->name ? md->name : "")},
-                                           {"arguments", std::move(args)}});
-      }
+// What is wrong with the arguments, or empty.
+std::string check_args(VerifyArgs &a) {
+  if (a.artifact.empty())
+    return "no artifact";
+  if (!a.opts.sha256.empty() && !a.opts.blake3.empty())
+    return "give --sha256 or --blake3, not both";
+  for (const std::string *h : {&a.opts.sha256, &a.opts.blake3})
+    if (!h->empty() && (h->size() != 64 || h->find_first_not_of("0123456789abcdefABCDEF") != std::string::npos))
+      return "a hash is 64 hex digits, not '" + *h + "'";
+  if (!a.abi_spec.empty() && !parse_abi(a.abi_spec, a.abi))
+    return "--abi takes name:kind:dims:code:bits[,...], not '" + a.abi_spec + "'";
+  if (!a.abi_spec.empty() && !a.load)
+    return "--abi needs --load (the metadata is read from the mapped image)";
+  if (!a.signature_path.empty() && a.opts.trusted_keys.empty())
+    return "--signature needs --trusted-key (the keys whose signature counts)";
+  return {};
+}
+
+// The signed statement the trusted keys are checked against.
+std::optional<hotlink::Error> read_statement(VerifyArgs &a) {
+  if (a.opts.trusted_keys.empty())
+    return std::nullopt;
+  if (a.signature_path.empty())
+    a.signature_path = a.artifact + ".sig";
+  auto text = read_text_file(a.signature_path);
+  if (!text)
+    return hotlink::make_error(hotlink::ErrorCode::Unsigned, "has no signature: cannot read " + a.signature_path,
+                               a.artifact, "--signature",
+                               "sign it with `hotlink sign --key KEY " + a.artifact +
+                                   "`, or name its statement with --signature");
+  a.opts.statement = text.value();
+  return std::nullopt;
+}
+
+// Every *_metadata() entry point's report, as JSON.
+std::optional<hotlink::Error> read_metadata(const Library &lib, const std::vector<std::string> &meta_syms,
+                                            const std::string &artifact, llvm::json::Array &metas) {
+  for (const std::string &m : meta_syms) {
+    auto fn = reinterpret_cast<const halide_abi::halide_filter_metadata_t *(*)()>(lib.symbol(m));
+    const halide_abi::halide_filter_metadata_t *md = fn ? fn() : nullptr;
+    if (!md || (md->num_arguments > 0 && !md->arguments) || md->num_arguments < 0)
+      return hotlink::make_error(hotlink::ErrorCode::AbiMismatch, "returns malformed metadata", artifact, m);
+    llvm::json::Array args;
+    for (int i = 0; i < md->num_arguments; ++i) {
+      const auto &arg = md->arguments[i];
+      // std::string copies: the strings live in the image, which is
+      // unmapped before the JSON is printed.
+      args.push_back(llvm::json::Object{{"name", std::string(arg.name ? arg.name : "")}, {"kind", arg.kind},
+                                        {"dimensions", arg.dimensions}, {"type_code", int(arg.type.code)},
+                                        {"type_bits", int(arg.type.bits)}});
     }
+    metas.push_back(llvm::json::Object{{"symbol", m}, {"version", md->version},
+                                       {"name", std::string(md->name ? md->name : "")},
+                                       {"arguments", std::move(args)}});
   }
+  return std::nullopt;
+}
+
+// --load: maps a private copy, checks --abi, reads the metadata. An empty
+// `usage` is set when --metadata must be given.
+std::optional<hotlink::Error> load_and_report(VerifyArgs &a, const std::vector<std::uint8_t> &bytes,
+                                              const std::vector<std::string> &exports_list,
+                                              llvm::json::Array &metas, std::string &usage) {
+  auto lib = hotlink::loader::load_private(bytes, a.artifact);
+  if (!lib)
+    return lib.error();
+  std::vector<std::string> meta_syms;
+  for (const std::string &e : exports_list)
+    if (e.size() > 9 && e.compare(e.size() - 9, 9, "_metadata") == 0)
+      meta_syms.push_back(e);
+  if (!a.abi_spec.empty()) {
+    if (a.metadata.empty() && meta_syms.size() == 1)
+      a.metadata = meta_syms[0];
+    if (a.metadata.empty()) {
+      usage = "name the metadata entry point with --metadata";
+      return std::nullopt;
+    }
+    if (auto err = check_abi(*lib.value(), a.metadata, a.abi))
+      return err;
+  }
+  return read_metadata(*lib.value(), meta_syms, a.artifact, metas);
+}
+
+int print_result(const VerifyArgs &a, llvm::json::Object out, const std::optional<hotlink::Error> &refusal,
+                 const std::vector<std::string> &exports_list, llvm::json::Array metas) {
   out["ok"] = !refusal;
   llvm::json::Array ex;
   for (const std::string &e : exports_list)
     ex.push_back(e);
   out["exports"] = std::move(ex);
-  if (load)
+  if (a.load)
     out["metadata"] = std::move(metas);
   if (refusal)
     out["error"] = error_json(*refusal);
-  if (json) {
+  if (a.json) {
     llvm::outs() << llvm::formatv("{0:2}", llvm::json::Value(std::move(out))) << "\n";
     llvm::outs().flush();
   } else if (refusal) {
     std::fprintf(stderr, "hotlink: refused: %s\n", refusal->to_string().c_str());
   } else {
-    std::printf("accepted %s (%zu exports%s%s)\n", artifact.c_str(), exports_list.size(),
-                load ? ", loaded" : "", opts.trusted_keys.empty() ? "" : ", signed by a trusted key");
+    std::printf("accepted %s (%zu exports%s%s)\n", a.artifact.c_str(), exports_list.size(),
+                a.load ? ", loaded" : "", a.opts.trusted_keys.empty() ? "" : ", signed by a trusted key");
     if (const llvm::json::Array *m = out.getArray("metadata"))
       print_metadata_text(*m);
   }
   if (!refusal)
     return kOk;
   return refusal->code == hotlink::ErrorCode::InputNotFound ? kUsage : kFailed;
+}
+
+} // namespace
+
+int verify(int argc, char **argv) {
+  Command cmd("verify", "hotlink verify ARTIFACT [options]",
+              "Checks ARTIFACT the way the loader does before mapping it: a shared object of this\n"
+              "host's format and architecture, with the expected exports, the expected hash, and no\n"
+              "import this process cannot resolve.",
+              "exit codes: 0 accepted, 1 refused (the reason is named), 2 bad usage.");
+  VerifyArgs a;
+  add_options(cmd.app, a);
+  if (int rc = cmd.parse(argc, argv); rc >= 0)
+    return rc;
+  for (const std::string &t : a.trusted) {
+    auto k = hotlink::signature::read_public_key(t);
+    if (!k)
+      return print_error(k.error(), a.json);
+    a.opts.trusted_keys.push_back(k.value());
+  }
+  if (std::string why = check_args(a); !why.empty())
+    return usage_error(why, "verify");
+  llvm::json::Object out{{"artifact", a.artifact}};
+  std::vector<std::string> exports_list;
+  llvm::json::Array metas;
+  auto bytes = hotlink::loader::read_artifact_file(a.artifact);
+  std::optional<hotlink::Error> refusal = bytes ? read_statement(a) : bytes.error();
+  if (!refusal) {
+    auto v = hotlink::loader::verify(bytes.value(), a.artifact, a.opts);
+    if (!v) {
+      refusal = v.error();
+    } else {
+      exports_list = v->info.exports;
+      if (!v->signer.empty())
+        out["signer"] = v->signer;
+      out["sha256"] = v->sha256.empty() ? hotlink::loader::sha256_hex(bytes.value()) : v->sha256;
+      out["blake3"] = v->blake3.empty() ? hotlink::loader::blake3_hex(bytes.value()) : v->blake3;
+      std::string usage;
+      if (a.load)
+        refusal = load_and_report(a, bytes.value(), exports_list, metas, usage);
+      if (!usage.empty())
+        return usage_error(usage, "verify");
+    }
+  }
+  return print_result(a, std::move(out), refusal, exports_list, std::move(metas));
 }
 
 } // namespace hotlink::cli
