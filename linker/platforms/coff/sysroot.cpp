@@ -284,113 +284,121 @@ std::string sysroot_library_defining(const std::string &sysroot, Arch arch, cons
   return {};
 }
 
-Expected<WindowsLibraries> plan_windows_libraries(const TargetInfo &tgt, const LinkRequest &req,
-                                                  const std::vector<exports::ObjectInfo> &inputs,
-                                                  const std::vector<std::string> &names,
-                                                  const std::vector<std::string> &provided) {
-  auto layout = detect(req.sysroot, tgt.arch);
+namespace {
+
+// The sysroot's layout, refused when it has no import libraries for the
+// target's architecture (lld would fail later with a less helpful message).
+Expected<Layout> check_sysroot(const TargetInfo &tgt, const std::string &sysroot) {
+  auto layout = detect(sysroot, tgt.arch);
   if (!layout)
     return make_error(ErrorCode::BadRequest,
                       "has no Windows import libraries for " + std::string(msvc_arch(tgt.arch)) +
                           " (no libkernel32.a, nor kernel32.lib in an MSVC / Windows SDK layout)",
-                      req.sysroot, "--sysroot",
-                      std::string("pass a mingw-w64 sysroot (Debian: /usr/") + mingw_dir(tgt.arch) +
-                          " from mingw-w64-" + (tgt.arch == Arch::X86 ? "i686" : "x86-64") +
-                          "-dev) or the folder holding the SDK's um/ and ucrt/ libraries");
-  // A sysroot for another architecture would fail inside lld with a less
-  // helpful message.
+                      sysroot, "--sysroot",
+                      "pass a mingw-w64 sysroot (Debian: " + mingw_sysroot(tgt.arch) +
+                          (tgt.arch == Arch::AArch64 ? std::string()
+                                                     : std::string(" from mingw-w64-") +
+                                                           (tgt.arch == Arch::X86 ? "i686" : "x86-64") + "-dev") +
+                          ") or the folder holding the SDK's um/ and ucrt/ libraries");
   std::string kernel32 = layout->find("kernel32"), unused;
   auto kernel32_index = archive_index(kernel32, unused);
   std::uint16_t m = kernel32_index ? kernel32_index->machine : 0;
   if (m && m != machine_of(tgt.arch))
     return make_error(ErrorCode::ArchMismatch,
-                      "holds import libraries for " + std::string(machine_name(m)) + " (" +
-                          kernel32 + "), but the target " + tgt.triple + " is " +
-                          msvc_arch(tgt.arch),
-                      req.sysroot, "--sysroot",
-                      std::string("pass the sysroot for ") + msvc_arch(tgt.arch) + " (mingw-w64: /usr/" +
-                          mingw_dir(tgt.arch) + ")");
-  WindowsLibraries w;
-  w.layout = layout->kind;
-  w.lib_dirs = layout->dirs;
+                      "holds import libraries for " + std::string(machine_name(m)) + " (" + kernel32 +
+                          "), but the target " + tgt.triple + " is " + msvc_arch(tgt.arch),
+                      sysroot, "--sysroot",
+                      std::string("pass the sysroot for ") + msvc_arch(tgt.arch) + " (mingw-w64: " +
+                          mingw_sysroot(tgt.arch) + ")");
+  return std::move(*layout);
+}
 
-  // The CRT flavour: UCRT unless asked otherwise.
+// The CRT's import libraries, kernel32, and what /DEFAULTLIB directives
+// name: CRT names map to the chosen CRT; others are linked when the
+// sysroot has them and reported when it does not.
+std::optional<Error> choose_libraries(const Layout &layout, const LinkRequest &req,
+                                      const std::vector<exports::ObjectInfo> &inputs,
+                                      const std::vector<std::string> &names, WindowsLibraries &w) {
   w.crt = req.coff.windows_crt == WindowsCrt::Msvcrt ? "msvcrt" : "ucrt";
   std::vector<std::string> crt_libs;
   if (w.layout == "mingw-w64")
     crt_libs = {w.crt == "ucrt" ? "ucrtbase" : "msvcrt"};
   else
-    crt_libs = w.crt == "ucrt" ? std::vector<std::string>{"ucrt", "vcruntime"}
-                               : std::vector<std::string>{"msvcrt"};
+    crt_libs = w.crt == "ucrt" ? std::vector<std::string>{"ucrt", "vcruntime"} : std::vector<std::string>{"msvcrt"};
   std::vector<std::string> wanted = crt_libs;
   wanted.push_back("kernel32");
-
-  // /DEFAULTLIB directives: CRT names map to the chosen CRT; others are
-  // linked when the sysroot has them and reported when it does not.
   std::set<std::string> reported;
   for (std::size_t i = 0; i < inputs.size(); ++i)
     for (const std::string &lib : inputs[i].default_libs) {
       if (!reported.insert(lib).second)
         continue;
-      if (is_crt_name(lib)) {
-        w.diagnostics.push_back(Diagnostic{
-            Severity::Note,
-            "asks for the CRT library " + lib + " (/DEFAULTLIB); linked against the " + w.crt +
-                " import library of the " + w.layout + " sysroot (" + crt_libs.front() + ")",
-            names[i], lib});
-      } else if (!layout->find(lib).empty()) {
+      if (is_crt_name(lib))
+        w.diagnostics.push_back(Diagnostic{Severity::Note,
+                                           "asks for the CRT library " + lib + " (/DEFAULTLIB); linked against the " +
+                                               w.crt + " import library of the " + w.layout + " sysroot (" +
+                                               crt_libs.front() + ")",
+                                           names[i], lib});
+      else if (!layout.find(lib).empty())
         wanted.push_back(lib);
-      } else {
-        w.diagnostics.push_back(Diagnostic{
-            Severity::Warning,
-            "asks for " + lib + " (/DEFAULTLIB), which the sysroot does not have; ignored "
-            "(a symbol only it would define is reported as undefined)",
-            names[i], lib});
-      }
+      else
+        w.diagnostics.push_back(Diagnostic{Severity::Warning,
+                                           "asks for " + lib + " (/DEFAULTLIB), which the sysroot does not have; "
+                                           "ignored (a symbol only it would define is reported as undefined)",
+                                           names[i], lib});
     }
-
   for (const std::string &name : wanted) {
-    std::string path = layout->find(name);
+    std::string path = layout.find(name);
     if (path.empty()) {
       if (name == "kernel32" || name == crt_libs.front())
-        return make_error(ErrorCode::BadRequest,
-                          "has no " + name + " import library for the " + w.crt + " CRT",
-                          req.sysroot, "--sysroot",
-                          "use a complete sysroot, or choose the other CRT (windows_crt)");
+        return make_error(ErrorCode::BadRequest, "has no " + name + " import library for the " + w.crt + " CRT",
+                          req.sysroot, "--sysroot", "use a complete sysroot, or choose the other CRT (windows_crt)");
       continue;
     }
     if (std::find(w.link.begin(), w.link.end(), path) == w.link.end())
       w.link.push_back(path);
   }
+  return std::nullopt;
+}
 
-  // Which library resolves each undefined symbol, and which functions are
-  // only importable through __imp_ (a thunk makes them callable).
+// The names the inputs leave undefined (nothing of theirs or hotlink's
+// defines them), and those of them that some relocation reads as data.
+struct Undefined {
+  std::vector<std::string> names;
+  std::unordered_set<std::string> not_branch;
+};
+Undefined undefined_of(const std::vector<exports::ObjectInfo> &inputs, const std::vector<std::string> &provided) {
   std::unordered_set<std::string> defined(provided.begin(), provided.end());
   for (const exports::ObjectInfo &in : inputs)
     for (const exports::Symbol &s : in.symbols)
       if (s.defined)
         defined.insert(s.name);
-  std::vector<std::string> undefined;
-  std::unordered_set<std::string> seen, not_branch;
+  Undefined u;
+  std::unordered_set<std::string> seen;
   for (const exports::ObjectInfo &in : inputs)
     for (const exports::Symbol &s : in.symbols)
       if (!s.defined && !defined.count(s.name)) {
         if (seen.insert(s.name).second)
-          undefined.push_back(s.name);
+          u.names.push_back(s.name);
         if (!s.branch_only)
-          not_branch.insert(s.name);
+          u.not_branch.insert(s.name);
       }
-  // The user's libraries come first in the link, so they are scanned first
-  // (and may need thunks too); only the sysroot's are reported as used.
+  return u;
+}
+
+// Which library resolves each undefined symbol, and which functions are
+// only importable through __imp_ (a thunk makes them callable). The user's
+// libraries come first in the link, so they are scanned first (and may
+// need thunks too); only the sysroot's are reported as used.
+void resolve_undefined(const LinkRequest &req, Arch arch, const Undefined &undefined, WindowsLibraries &w) {
   std::vector<std::string> scan;
   for (const std::string &lib : req.libraries) {
-    std::string path = find_coff_library(lib, req.library_paths, req.sysroot, tgt.arch);
+    std::string path = find_coff_library(lib, req.library_paths, req.sysroot, arch);
     if (!path.empty())
       scan.push_back(path);
   }
   std::size_t first_system = scan.size();
   scan.insert(scan.end(), w.link.begin(), w.link.end());
-  std::vector<bool> resolved(undefined.size(), false);
+  std::vector<bool> resolved(undefined.names.size(), false);
   for (std::size_t li = 0; li < scan.size(); ++li) {
     const std::string &path = scan[li];
     std::string fp;
@@ -399,26 +407,23 @@ Expected<WindowsLibraries> plan_windows_libraries(const TargetInfo &tgt, const L
       w.fingerprints.push_back(fp);
     if (!index)
       continue;
-    const auto *syms = &index->symbols;
     bool used = false;
-    for (std::size_t i = 0; i < undefined.size(); ++i) {
+    for (std::size_t i = 0; i < undefined.names.size(); ++i) {
+      const std::string &u = undefined.names[i];
       if (resolved[i])
         continue;
-      const std::string &u = undefined[i];
-      if (syms->count(u)) {
+      if (index->symbols.count(u)) {
         resolved[i] = used = true;
-      } else if (!llvm::StringRef(u).starts_with("__imp_") && syms->count("__imp_" + u)) {
-        if (not_branch.count(u)) {
-          // Read as data: a jump thunk cannot stand in for it.
-          resolved[i] = true;
-          w.diagnostics.push_back(Diagnostic{
-              Severity::Warning,
-              "is read as data, but " + llvm::sys::path::filename(path).str() +
-                  " offers it only as __imp_" + u + "; declare it __declspec(dllimport)",
-              {}, u});
+      } else if (!llvm::StringRef(u).starts_with("__imp_") && index->symbols.count("__imp_" + u)) {
+        resolved[i] = true;
+        if (undefined.not_branch.count(u)) { // read as data: a jump thunk cannot stand in for it
+          w.diagnostics.push_back(Diagnostic{Severity::Warning,
+                                             "is read as data, but " + llvm::sys::path::filename(path).str() +
+                                                 " offers it only as __imp_" + u + "; declare it __declspec(dllimport)",
+                                             {}, u});
           continue;
         }
-        resolved[i] = used = true;
+        used = true;
         w.thunks.push_back(u);
       }
     }
@@ -426,6 +431,23 @@ Expected<WindowsLibraries> plan_windows_libraries(const TargetInfo &tgt, const L
       w.used.push_back(llvm::sys::path::filename(path).str());
   }
   std::sort(w.thunks.begin(), w.thunks.end());
+}
+
+} // namespace
+
+Expected<WindowsLibraries> plan_windows_libraries(const TargetInfo &tgt, const LinkRequest &req,
+                                                  const std::vector<exports::ObjectInfo> &inputs,
+                                                  const std::vector<std::string> &names,
+                                                  const std::vector<std::string> &provided) {
+  auto layout = check_sysroot(tgt, req.sysroot);
+  if (!layout)
+    return layout.take_error();
+  WindowsLibraries w;
+  w.layout = layout->kind;
+  w.lib_dirs = layout->dirs;
+  if (auto err = choose_libraries(*layout, req, inputs, names, w))
+    return std::move(*err);
+  resolve_undefined(req, tgt.arch, undefined_of(inputs, provided), w);
   return w;
 }
 
