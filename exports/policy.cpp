@@ -122,146 +122,168 @@ bool any_match(const std::vector<llvm::GlobPattern> &ps, std::string_view s) {
   return std::any_of(ps.begin(), ps.end(), [&](const llvm::GlobPattern &p) { return p.match(s); });
 }
 
+// One selection over the inputs' defined external symbols by C name; a
+// strong definition beats a weak one, else the first wins. JIT objects can
+// carry 10^5 symbols: names are views, and the hash table is built only
+// when the policy walks every symbol; a short export list is looked up by
+// scanning.
+class Selection {
+public:
+  Selection(const std::vector<ObjectInfo> &inputs, Format format, Arch arch, bool walks_all)
+      : format_(format), walks_all_(walks_all) {
+    std::size_t total = 0;
+    for (const ObjectInfo &in : inputs)
+      total += in.symbols.size();
+    candidates_.reserve(total);
+    for (const ObjectInfo &in : inputs)
+      for (const Symbol &s : in.symbols)
+        if (s.defined && !s.hidden)
+          candidates_.push_back(Candidate{&s, undecorated(format, arch, s.name)});
+    if (!walks_all_)
+      return;
+    defined_.reserve(candidates_.size());
+    for (std::size_t i = 0; i < candidates_.size(); ++i) {
+      auto [it, fresh] = defined_.try_emplace(key(candidates_[i].c_name), i);
+      if (!fresh && candidates_[it->second].sym->weak && !candidates_[i].sym->weak)
+        it->second = i;
+    }
+  }
+
+  const std::vector<Candidate> &candidates() const { return candidates_; }
+
+  const Candidate *find(std::string_view name) const {
+    if (walks_all_) {
+      auto it = defined_.find(key(name));
+      return it == defined_.end() ? nullptr : &candidates_[it->second];
+    }
+    const Candidate *best = nullptr;
+    for (const Candidate &c : candidates_)
+      if (c.c_name == name && (!best || (best->sym->weak && !c.sym->weak)))
+        best = &c;
+    return best;
+  }
+  bool is_winner(const Candidate &c) const { return find(c.c_name) == &c; }
+
+  void take(const Candidate &c) {
+    if (taken_.insert(key(c.c_name)).second)
+      chosen_.push_back(&c);
+  }
+  bool empty() const { return chosen_.empty(); }
+
+  // What "export all" and --include may export.
+  bool exportable(const Candidate &c) const {
+    if (is_machinery(c.c_name, c.sym->name, format_))
+      return false;
+    // A DLL cannot export a thread-local variable: its address differs per
+    // thread and an import would name one slot (lld's MinGW auto-export
+    // leaves them out too). ELF and Mach-O can export TLS, and do.
+    if (format_ == Format::COFF && c.sym->tls)
+      return false;
+    if (!c.sym->function && !c.sym->data)
+      return false; // absolute symbols (@feat.00), section-less markers
+    // COFF "export all" leaves out read-only data, like CMake: constants
+    // are reached through functions, not imported.
+    if (format_ == Format::COFF && c.sym->data && !c.sym->writable)
+      return false;
+    return true;
+  }
+
+  std::vector<Export> result() {
+    std::sort(chosen_.begin(), chosen_.end(),
+              [](const Candidate *a, const Candidate *b) { return a->c_name < b->c_name; });
+    std::vector<Export> out;
+    out.reserve(chosen_.size());
+    for (const Candidate *c : chosen_)
+      out.push_back(Export{std::string(c->c_name), c->sym->name, c->sym->data && !c->sym->function});
+    return out;
+  }
+
+private:
+  static llvm::CachedHashStringRef key(std::string_view n) {
+    return llvm::CachedHashStringRef(llvm::StringRef(n.data(), n.size()));
+  }
+  Format format_;
+  bool walks_all_;
+  std::vector<Candidate> candidates_;
+  llvm::DenseMap<llvm::CachedHashStringRef, std::size_t> defined_;
+  std::vector<const Candidate *> chosen_;
+  llvm::DenseSet<llvm::CachedHashStringRef> taken_;
+};
+
+// Every function f with a companion f<suffix>, and its companions.
+std::optional<Error> take_entry_points(Selection &sel, const ExportPolicy &policy,
+                                       const std::vector<llvm::GlobPattern> &exclude) {
+  std::string companion;
+  for (const Candidate &c : sel.candidates()) {
+    if (!c.sym->function || !sel.is_winner(c) || any_match(exclude, c.c_name))
+      continue;
+    std::vector<const Candidate *> companions;
+    for (const std::string &suffix : policy.suffixes) {
+      companion.assign(c.c_name).append(suffix);
+      if (const Candidate *k = sel.find(companion))
+        companions.push_back(k);
+    }
+    if (companions.empty())
+      continue;
+    sel.take(c);
+    for (const Candidate *k : companions)
+      if (!any_match(exclude, k->c_name))
+        sel.take(*k);
+  }
+  if (!sel.empty() || !policy.names.empty() || !policy.include.empty())
+    return std::nullopt;
+  std::string sfx;
+  for (const std::string &s : policy.suffixes)
+    sfx += (sfx.empty() ? "" : ", ") + s;
+  return make_error(ErrorCode::MissingExport,
+                    "no entry point found: no defined function f with a companion f" +
+                        (policy.suffixes.empty() ? std::string("<suffix>") : "{" + sfx + "}"),
+                    {}, {}, "name the exports (--export), pick --policy all, or --policy none for lld's default");
+}
+
+// The names the policy lists literally: each must be defined.
+std::optional<Error> take_names(Selection &sel, const ExportPolicy &policy, Format format, Arch arch) {
+  for (const std::string &n : policy.names) {
+    if (auto bad = check_name(n, format))
+      return bad;
+    const Candidate *c = sel.find(n);
+    if (!c)
+      return make_error(ErrorCode::MissingExport,
+                        "is to be exported but no input defines it" +
+                            (decorate(format, arch, n) != n ? " (looked for '" + decorate(format, arch, n) + "')"
+                                                            : std::string()),
+                        {}, n, "check the spelling, or add the object that defines it");
+    sel.take(*c);
+  }
+  return std::nullopt;
+}
+
 } // namespace
 
-Expected<std::vector<Export>> select_exports(const std::vector<ObjectInfo> &inputs,
-                                             Format format, Arch arch,
+Expected<std::vector<Export>> select_exports(const std::vector<ObjectInfo> &inputs, Format format, Arch arch,
                                              const ExportPolicy &policy) {
   std::optional<Error> err;
   auto include = compile(policy.include, "--include", err);
   auto exclude = compile(policy.exclude, "--exclude", err);
   if (err)
     return *err;
-
-  // Defined external symbols by C name; a strong definition beats a weak
-  // one, else the first wins. JIT objects can carry 10^5 symbols: names are
-  // views, and the hash table is built only when the policy walks every
-  // symbol; a short export list is looked up by scanning.
-  std::size_t total = 0;
-  for (const ObjectInfo &in : inputs)
-    total += in.symbols.size();
-  std::vector<Candidate> candidates;
-  candidates.reserve(total);
-  for (const ObjectInfo &in : inputs)
-    for (const Symbol &s : in.symbols)
-      if (s.defined && !s.hidden)
-        candidates.push_back(Candidate{&s, undecorated(format, arch, s.name)});
-  auto key = [](std::string_view n) { return llvm::CachedHashStringRef(llvm::StringRef(n.data(), n.size())); };
-  bool walks_all = policy.mode == ExportPolicy::Mode::EntryPoints ||
-                   policy.mode == ExportPolicy::Mode::All || !include.empty() ||
-                   policy.names.size() > 16;
-  llvm::DenseMap<llvm::CachedHashStringRef, std::size_t> defined;
-  if (walks_all) {
-    defined.reserve(candidates.size());
-    for (std::size_t i = 0; i < candidates.size(); ++i) {
-      auto [it, fresh] = defined.try_emplace(key(candidates[i].c_name), i);
-      if (!fresh && candidates[it->second].sym->weak && !candidates[i].sym->weak)
-        it->second = i;
-    }
-  }
-  auto find = [&](std::string_view name) -> const Candidate * {
-    if (walks_all) {
-      auto it = defined.find(key(name));
-      return it == defined.end() ? nullptr : &candidates[it->second];
-    }
-    const Candidate *best = nullptr;
-    for (const Candidate &c : candidates)
-      if (c.c_name == name && (!best || (best->sym->weak && !c.sym->weak)))
-        best = &c;
-    return best;
-  };
-
-  std::vector<const Candidate *> chosen;
-  llvm::DenseSet<llvm::CachedHashStringRef> taken;
-  auto take = [&](const Candidate &c) {
-    if (taken.insert(key(c.c_name)).second)
-      chosen.push_back(&c);
-  };
-  auto exportable = [&](const Candidate &c) {
-    if (is_machinery(c.c_name, c.sym->name, format))
-      return false;
-    // A DLL cannot export a thread-local variable: its address differs per
-    // thread and an import would name one slot (lld's MinGW auto-export
-    // leaves them out too). ELF and Mach-O can export TLS, and do.
-    if (format == Format::COFF && c.sym->tls)
-      return false;
-    if (!c.sym->function && !c.sym->data)
-      return false; // absolute symbols (@feat.00), section-less markers
-    // COFF "export all" leaves out read-only data, like CMake: constants
-    // are reached through functions, not imported.
-    if (format == Format::COFF && c.sym->data && !c.sym->writable)
-      return false;
-    return true;
-  };
-  auto is_winner = [&](const Candidate &c) { return find(c.c_name) == &c; };
-
-  switch (policy.mode) {
-  case ExportPolicy::Mode::EntryPoints: {
-    std::string companion;
-    for (const Candidate &c : candidates) {
-      if (!c.sym->function || !is_winner(c) || any_match(exclude, c.c_name))
-        continue;
-      std::vector<const Candidate *> companions;
-      for (const std::string &suffix : policy.suffixes) {
-        companion.assign(c.c_name).append(suffix);
-        if (const Candidate *k = find(companion))
-          companions.push_back(k);
-      }
-      if (companions.empty())
-        continue;
-      take(c);
-      for (const Candidate *k : companions)
-        if (!any_match(exclude, k->c_name))
-          take(*k);
-    }
-    if (chosen.empty() && policy.names.empty() && policy.include.empty()) {
-      std::string sfx;
-      for (const std::string &s : policy.suffixes)
-        sfx += (sfx.empty() ? "" : ", ") + s;
-      return make_error(ErrorCode::MissingExport,
-                        "no entry point found: no defined function f with a companion f" +
-                            (policy.suffixes.empty() ? std::string("<suffix>") : "{" + sfx + "}"),
-                        {}, {},
-                        "name the exports (--export), pick --policy all, or --policy none "
-                        "for lld's default");
-    }
-    break;
-  }
-  case ExportPolicy::Mode::All:
-    for (const Candidate &c : candidates)
-      if (is_winner(c) && exportable(c) && !any_match(exclude, c.c_name))
-        take(c);
-    break;
-  case ExportPolicy::Mode::List:
-  case ExportPolicy::Mode::None:
-    break;
-  }
+  bool walks_all = policy.mode == ExportPolicy::Mode::EntryPoints || policy.mode == ExportPolicy::Mode::All ||
+                   !include.empty() || policy.names.size() > 16;
+  Selection sel(inputs, format, arch, walks_all);
+  if (policy.mode == ExportPolicy::Mode::EntryPoints)
+    if (auto e = take_entry_points(sel, policy, exclude))
+      return *e;
+  if (policy.mode == ExportPolicy::Mode::All)
+    for (const Candidate &c : sel.candidates())
+      if (sel.is_winner(c) && sel.exportable(c) && !any_match(exclude, c.c_name))
+        sel.take(c);
   if (!include.empty())
-    for (const Candidate &c : candidates)
-      if (is_winner(c) && any_match(include, c.c_name) && !any_match(exclude, c.c_name) &&
-          exportable(c))
-        take(c);
-  for (const std::string &n : policy.names) {
-    if (auto bad = check_name(n, format))
-      return *bad;
-    const Candidate *c = find(n);
-    if (!c)
-      return make_error(ErrorCode::MissingExport,
-                        "is to be exported but no input defines it" +
-                            (decorate(format, arch, n) != n
-                                 ? " (looked for '" + decorate(format, arch, n) + "')"
-                                 : std::string()),
-                        {}, n, "check the spelling, or add the object that defines it");
-    take(*c);
-  }
-
-  std::sort(chosen.begin(), chosen.end(),
-            [](const Candidate *a, const Candidate *b) { return a->c_name < b->c_name; });
-  std::vector<Export> out;
-  out.reserve(chosen.size());
-  for (const Candidate *c : chosen)
-    out.push_back(Export{std::string(c->c_name), c->sym->name, c->sym->data && !c->sym->function});
-  return out;
+    for (const Candidate &c : sel.candidates())
+      if (sel.is_winner(c) && any_match(include, c.c_name) && !any_match(exclude, c.c_name) && sel.exportable(c))
+        sel.take(c);
+  if (auto e = take_names(sel, policy, format, arch))
+    return *e;
+  return sel.result();
 }
 
 } // namespace hotlink::exports
