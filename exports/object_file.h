@@ -12,7 +12,9 @@
 #include "llvm/Object/SymbolicFile.h"
 #include "llvm/TargetParser/Triple.h"
 
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace hotlink::exports {
 
@@ -27,5 +29,12 @@ bool in_buffer(llvm::MemoryBufferRef buf, const void *p, std::uint64_t n);
 bool name_inside(const llvm::object::SymbolicFile &obj, llvm::StringRef s);
 Error invalid(const std::string &name, std::string why);
 std::string message_of(llvm::Error e);
+
+// coff_objects.cpp. COFF: marks the undefined symbols (from out[first] on)
+// that every relocation reaches through a call or a jump.
+std::optional<Error> mark_branch_only(const llvm::object::ObjectFile &obj, std::vector<Symbol> &out,
+                                      std::size_t first, const std::string &name);
+// COFF: the libraries the object's /DEFAULTLIB directives name.
+void collect_default_libs(const llvm::object::ObjectFile &obj, std::vector<std::string> &out);
 
 } // namespace hotlink::exports

@@ -185,6 +185,97 @@ std::optional<Error> check_sections(const ObjectFile &obj, const std::string &na
 }
 
 // Appends the global and undefined symbols of one symbolic file.
+// A COFF weak external has no section of its own: it names a default
+// definition (clang's .weak.NAME.default.*) that has one.
+void classify_weak_external(const COFFObjectFile &coff, const SymbolRef &sr, Symbol &sym) {
+  COFFSymbolRef cs = coff.getCOFFSymbol(sr);
+  if (!cs.isWeakExternal() || cs.getNumberOfAuxSymbols() == 0)
+    return;
+  const auto *aux = cs.getAux<coff_aux_weak_external>();
+  auto def = coff.getSymbol(aux->TagIndex);
+  if (!def) {
+    consumeError(def.takeError());
+    return;
+  }
+  if (def->getSectionNumber() <= 0)
+    return;
+  auto dsec = coff.getSection(def->getSectionNumber());
+  if (!dsec) {
+    consumeError(dsec.takeError());
+    return;
+  }
+  uint32_t ch = (*dsec)->Characteristics;
+  sym.function = ch & COFF::IMAGE_SCN_CNT_CODE;
+  sym.data = !sym.function;
+  sym.writable = ch & COFF::IMAGE_SCN_MEM_WRITE;
+}
+
+// What a symbol defined in `sec` is: function or data, writable, TLS.
+void classify_by_section(const ObjectFile &obj, const SymbolRef &sr, SymbolRef::Type type,
+                         const SectionProps &sec, Symbol &sym) {
+  if (!sym.function && (type == SymbolRef::ST_Data || sec.data || sec.bss))
+    sym.data = true;
+  sym.writable = sec.writable;
+  sym.tls = sec.tls;
+  if (auto *w = dyn_cast<WasmObjectFile>(&obj)) {
+    // wasm memory is all writable; the toolchain marks constants by
+    // placing them in .rodata.* data segments.
+    const WasmSymbol &ws = w->getWasmSymbol(sr);
+    if (ws.isTypeData() && ws.isDefined() && ws.Info.DataRef.Segment < w->dataSegments().size())
+      sym.writable = !StringRef(w->dataSegments()[ws.Info.DataRef.Segment].Data.Name).starts_with(".rodata");
+  }
+  // COFF symbols often carry no type record (assembler output, some JITs),
+  // and LLVM then reports ST_Data even in code: the section decides there.
+  if (sec.text && (type != SymbolRef::ST_Data || isa<COFFObjectFile>(&obj)))
+    sym.function = true, sym.data = false;
+}
+
+// A defined symbol's kind, from its type and its section.
+std::optional<Error> classify(const ObjectFile &obj, const SymbolRef &sr, ElfSymbols *elf,
+                              const SectionTable &sections, const std::string &name, Symbol &sym) {
+  auto type = sr.getType();
+  if (!type)
+    return invalid(name, "cannot read the type of symbol '" + sym.name + "': " + message_of(type.takeError()));
+  sym.function = *type == SymbolRef::ST_Function;
+  constexpr std::uint64_t kNone = ~std::uint64_t(0);
+  std::uint64_t index = kNone;
+  if (auto fast = elf ? elf->section_index(sr.getRawDataRefImpl(), sections.size()) : std::nullopt) {
+    index = *fast;
+  } else {
+    auto sec = sr.getSection();
+    if (!sec)
+      return invalid(name, "symbol '" + sym.name + "' names a bad section: " + message_of(sec.takeError()));
+    if (*sec != obj.section_end())
+      index = (*sec)->getIndex();
+  }
+  if (index < sections.size())
+    classify_by_section(obj, sr, *type, sections.at(index), sym);
+  else if (sym.common)
+    sym.data = sym.writable = true;
+  else if (auto *coff = dyn_cast<COFFObjectFile>(&obj))
+    classify_weak_external(*coff, sr, sym);
+  return std::nullopt;
+}
+
+// A symbol's name, read fast from an ELF string table when possible.
+std::optional<Error> symbol_name(const SymbolicFile &f, const ObjectFile *obj, ElfSymbols *elf,
+                                 const BasicSymbolRef &s, const std::string &name, std::string &out) {
+  if (!obj) {
+    raw_string_ostream os(out);
+    if (llvm::Error e = s.printName(os))
+      return invalid(name, "cannot read a symbol name: " + message_of(std::move(e)));
+    return std::nullopt;
+  }
+  std::optional<StringRef> fast = elf ? elf->name(s.getRawDataRefImpl()) : std::nullopt;
+  auto nm = fast ? llvm::Expected<StringRef>(*fast) : SymbolRef(s.getRawDataRefImpl(), obj).getName();
+  if (!nm)
+    return invalid(name, "cannot read a symbol name: " + message_of(nm.takeError()));
+  if (!name_inside(*obj, *nm))
+    return invalid(name, "a symbol name lies outside the file");
+  out = nm->str();
+  return std::nullopt;
+}
+
 Expected<bool> collect(const SymbolicFile &f, const std::string &member,
                        const std::string &name, std::vector<Symbol> &out) {
   auto *obj = dyn_cast<ObjectFile>(&f);
@@ -200,8 +291,7 @@ Expected<bool> collect(const SymbolicFile &f, const std::string &member,
   for (const BasicSymbolRef &s : f.symbols()) {
     auto flags = s.getFlags();
     if (!flags)
-      return invalid(name, "cannot read symbol flags: " +
-                               message_of(flags.takeError()));
+      return invalid(name, "cannot read symbol flags: " + message_of(flags.takeError()));
     uint32_t fl = *flags;
     if (fl & BasicSymbolRef::SF_FormatSpecific)
       continue;
@@ -209,21 +299,8 @@ Expected<bool> collect(const SymbolicFile &f, const std::string &member,
     if (!undefined && !(fl & BasicSymbolRef::SF_Global))
       continue;
     Symbol sym;
-    if (obj) {
-      std::optional<StringRef> fast = elf ? elf->name(s.getRawDataRefImpl()) : std::nullopt;
-      auto nm = fast ? llvm::Expected<StringRef>(*fast) : SymbolRef(s.getRawDataRefImpl(), obj).getName();
-      if (!nm)
-        return invalid(name, "cannot read a symbol name: " +
-                                 message_of(nm.takeError()));
-      if (!name_inside(*obj, *nm))
-        return invalid(name, "a symbol name lies outside the file");
-      sym.name = nm->str();
-    } else {
-      raw_string_ostream os(sym.name);
-      if (llvm::Error e = s.printName(os))
-        return invalid(name, "cannot read a symbol name: " +
-                                 message_of(std::move(e)));
-    }
+    if (auto e = symbol_name(f, obj, elf.get(), s, name, sym.name))
+      return std::move(*e);
     if (sym.name.empty())
       continue;
     sym.defined = !undefined;
@@ -233,72 +310,9 @@ Expected<bool> collect(const SymbolicFile &f, const std::string &member,
     // still exports them by name, so only ELF and Mach-O hide for real.
     sym.hidden = (fl & BasicSymbolRef::SF_Hidden) && !isa<WasmObjectFile>(&f);
     sym.member = member;
-    if (obj && sym.defined) {
-      SymbolRef sr(s.getRawDataRefImpl(), obj);
-      auto type = sr.getType();
-      if (!type)
-        return invalid(name, "cannot read the type of symbol '" + sym.name +
-                                 "': " + message_of(type.takeError()));
-      sym.function = *type == SymbolRef::ST_Function;
-      constexpr std::uint64_t kNone = ~std::uint64_t(0);
-      std::uint64_t index = kNone;
-      if (auto fast = elf ? elf->section_index(sr.getRawDataRefImpl(), sections.size())
-                          : std::nullopt) {
-        index = *fast;
-      } else {
-        auto sec = sr.getSection();
-        if (!sec)
-          return invalid(name, "symbol '" + sym.name +
-                                   "' names a bad section: " +
-                                   message_of(sec.takeError()));
-        if (*sec != obj->section_end())
-          index = (*sec)->getIndex();
-      }
-      if (index < sections.size()) {
-        const SectionProps &sec = sections.at(index);
-        if (!sym.function && (*type == SymbolRef::ST_Data || sec.data || sec.bss))
-          sym.data = true;
-        sym.writable = sec.writable;
-        sym.tls = sec.tls;
-        if (auto *w = dyn_cast<WasmObjectFile>(obj)) {
-          // wasm memory is all writable; the toolchain marks constants by
-          // placing them in .rodata.* data segments.
-          const WasmSymbol &ws = w->getWasmSymbol(sr);
-          if (ws.isTypeData() && ws.isDefined() &&
-              ws.Info.DataRef.Segment < w->dataSegments().size())
-            sym.writable = !StringRef(w->dataSegments()[ws.Info.DataRef.Segment].Data.Name)
-                                .starts_with(".rodata");
-        }
-        // COFF symbols often carry no type record (assembler output, some
-        // JITs), and LLVM then reports ST_Data even in code: the section
-        // decides there.
-        if (sec.text && (*type != SymbolRef::ST_Data || isa<COFFObjectFile>(obj)))
-          sym.function = true, sym.data = false;
-      } else if (sym.common) {
-        sym.data = sym.writable = true;
-      } else if (auto *coff = dyn_cast<COFFObjectFile>(obj)) {
-        // A COFF weak external has no section of its own: it names a
-        // default definition (clang's .weak.NAME.default.*) that has one.
-        COFFSymbolRef cs = coff->getCOFFSymbol(sr);
-        if (cs.isWeakExternal() && cs.getNumberOfAuxSymbols() > 0) {
-          const auto *aux = cs.getAux<coff_aux_weak_external>();
-          auto def = coff->getSymbol(aux->TagIndex);
-          if (def && def->getSectionNumber() > 0) {
-            auto dsec = coff->getSection(def->getSectionNumber());
-            if (dsec) {
-              uint32_t ch = (*dsec)->Characteristics;
-              sym.function = ch & COFF::IMAGE_SCN_CNT_CODE;
-              sym.data = !sym.function;
-              sym.writable = ch & COFF::IMAGE_SCN_MEM_WRITE;
-            } else {
-              consumeError(dsec.takeError());
-            }
-          } else if (!def) {
-            consumeError(def.takeError());
-          }
-        }
-      }
-    }
+    if (obj && sym.defined)
+      if (auto e = classify(*obj, SymbolRef(s.getRawDataRefImpl(), obj), elf.get(), sections, name, sym))
+        return std::move(*e);
     out.push_back(std::move(sym));
   }
   return true;
@@ -319,134 +333,6 @@ Expected<Member> describe(const Binary &b, const std::string &name) {
 }
 
 } // namespace
-
-// COFF: marks the undefined symbols (from out[first] on) that every
-// relocation reaches through a call or a jump: x64/i386 REL32 after an E8
-// (call) or E9 (jmp) opcode, arm64 BRANCH26. Debug sections do not count.
-// LLVM aborts the process (report_fatal_error) when asked for the
-// relocations of a section whose address is not 0; such a section is
-// refused here instead (found by fuzzing).
-std::optional<Error> mark_branch_only(const ObjectFile &obj, std::vector<Symbol> &out,
-                                      std::size_t first, const std::string &name) {
-  const auto *c = dyn_cast<COFFObjectFile>(&obj);
-  if (!c)
-    return std::nullopt;
-  std::map<std::string, bool> branch; // name -> all references are branches
-  for (const SectionRef &sec : c->sections()) {
-    auto sname = sec.getName();
-    if (!sname) {
-      consumeError(sname.takeError());
-      continue;
-    }
-    if (sname->starts_with(".debug"))
-      continue;
-    const coff_section *header = c->getCOFFSection(sec);
-    if (!in_buffer(c->getMemoryBufferRef(), header, sizeof(coff_section)))
-      return invalid(name, "section '" + sname->str() + "' has its header outside the file");
-    if (header->VirtualAddress != 0 && header->NumberOfRelocations != 0)
-      return invalid(name, "section '" + sname->str() +
-                               "' has relocations but a non-zero address, which no "
-                               "object file has");
-    auto contents = sec.getContents();
-    if (!contents) {
-      consumeError(contents.takeError());
-      continue;
-    }
-    for (const RelocationRef &r : sec.relocations()) {
-      auto sym = r.getSymbol();
-      if (sym == c->symbol_end())
-        continue;
-      auto nm = sym->getName();
-      if (!nm) {
-        consumeError(nm.takeError());
-        continue;
-      }
-      if (!name_inside(*c, *nm))
-        return invalid(name, "a relocation's symbol name lies outside the file");
-      std::uint64_t off = r.getOffset(), type = r.getType();
-      bool is_branch = false;
-      auto opcode_before = [&]() -> int {
-        return off >= 1 && off <= contents->size()
-                   ? static_cast<unsigned char>((*contents)[off - 1])
-                   : -1;
-      };
-      switch (c->getMachine()) {
-      case COFF::IMAGE_FILE_MACHINE_AMD64:
-        is_branch = type == COFF::IMAGE_REL_AMD64_REL32 &&
-                    (opcode_before() == 0xE8 || opcode_before() == 0xE9);
-        break;
-      case COFF::IMAGE_FILE_MACHINE_I386:
-        is_branch = type == COFF::IMAGE_REL_I386_REL32 &&
-                    (opcode_before() == 0xE8 || opcode_before() == 0xE9);
-        break;
-      case COFF::IMAGE_FILE_MACHINE_ARM64:
-        is_branch = type == COFF::IMAGE_REL_ARM64_BRANCH26;
-        break;
-      default:
-        break;
-      }
-      auto [it, fresh] = branch.emplace(nm->str(), is_branch);
-      if (!fresh)
-        it->second = it->second && is_branch;
-    }
-  }
-  for (std::size_t i = first; i < out.size(); ++i)
-    if (!out[i].defined) {
-      auto it = branch.find(out[i].name);
-      out[i].branch_only = it != branch.end() && it->second;
-    }
-  return std::nullopt;
-}
-
-// COFF: the /DEFAULTLIB (or -defaultlib:) names in the .drectve section.
-void collect_default_libs(const ObjectFile &obj, std::vector<std::string> &out) {
-  const auto *c = dyn_cast<COFFObjectFile>(&obj);
-  if (!c)
-    return;
-  for (const SectionRef &sec : c->sections()) {
-    auto name = sec.getName();
-    if (!name || *name != ".drectve") {
-      if (!name)
-        consumeError(name.takeError());
-      continue;
-    }
-    auto contents = sec.getContents();
-    if (!contents) {
-      consumeError(contents.takeError());
-      continue;
-    }
-    StringRef text = *contents;
-    while (!text.empty()) {
-      text = text.ltrim(" \t\r\n");
-      if (text.empty())
-        break;
-      std::string token;
-      bool quoted = false;
-      std::size_t i = 0;
-      for (; i < text.size(); ++i) {
-        char ch = text[i];
-        if (ch == '"') {
-          quoted = !quoted;
-          continue;
-        }
-        if (!quoted && (ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n'))
-          break;
-        token += ch;
-      }
-      text = text.drop_front(i);
-      std::string lower = StringRef(token).lower();
-      for (const char *prefix : {"/defaultlib:", "-defaultlib:"}) {
-        if (!StringRef(lower).starts_with(prefix))
-          continue;
-        std::string lib = lower.substr(std::strlen(prefix));
-        if (StringRef(lib).ends_with(".lib"))
-          lib.resize(lib.size() - 4);
-        if (!lib.empty() && std::find(out.begin(), out.end(), lib) == out.end())
-          out.push_back(lib);
-      }
-    }
-  }
-}
 
 namespace {
 
@@ -553,138 +439,149 @@ std::optional<Error> refuse_gcc_lto(const std::vector<Symbol> &symbols, std::siz
   return std::nullopt;
 }
 
-Expected<ObjectInfo> read_object_unguarded(const void *data, std::size_t size,
-                                           const std::string &name, bool branch_info) {
+// Sets an archive's format and arch from a member, refusing a member of
+// another.
+std::optional<Error> member_format(ObjectInfo &info, bool &any, Format format, Arch arch, const std::string &name,
+                                   const std::string &member) {
+  if (any && (format != info.format || arch != info.arch))
+    return make_error(ErrorCode::MixedFormats,
+                      std::string("archive mixes ") + to_string(info.format) + "/" + to_string(info.arch) + " and " +
+                          to_string(format) + "/" + to_string(arch) + " members (member '" + member + "')",
+                      name);
+  info.format = format;
+  info.arch = arch;
+  any = true;
+  return std::nullopt;
+}
+
+// An object's (or member's) symbols and what else the planner needs of it.
+std::optional<Error> add_symbols(const SymbolicFile &sf, const std::string &member, const std::string &name,
+                                 bool branch_info, ObjectInfo &info) {
+  std::size_t first = info.symbols.size();
+  auto ok = collect(sf, member, name, info.symbols);
+  if (!ok)
+    return ok.take_error();
+  if (auto e = refuse_gcc_lto(info.symbols, first, name, member))
+    return e;
+  const auto *o = dyn_cast<ObjectFile>(&sf);
+  if (!o)
+    return std::nullopt;
+  info.startup_sections |= has_startup_sections(*o);
+  info.codeview |= has_codeview(*o);
+  collect_default_libs(*o, info.default_libs);
+  if (branch_info)
+    return mark_branch_only(*o, info.symbols, first, name);
+  return std::nullopt;
+}
+
+// One archive member; members lld would not link are skipped as lld skips them.
+std::optional<Error> add_member(MemoryBufferRef buf, const Archive::Child &c, const std::string &name,
+                                bool branch_info, bool &any, ObjectInfo &info) {
+  auto cname = c.getName();
+  if (cname && !in_buffer(buf, cname->data(), cname->size()))
+    return invalid(name, "an archive member's name lies outside the archive");
+  std::string member = cname ? cname->str() : std::string("?");
+  auto mbuf = c.getMemoryBufferRef();
+  if (!mbuf)
+    return invalid(name, "archive member '" + member + "' is unreadable: " + message_of(mbuf.takeError()));
+  if (!in_buffer(buf, mbuf->getBufferStart(), mbuf->getBufferSize()))
+    return invalid(name, "archive member '" + member + "' extends past the end of the archive");
+  if (!readable_magic(mbuf->getBuffer()))
+    return std::nullopt; // as for lone files: lld ignores what it cannot link too
+  if (identify_magic(mbuf->getBuffer()) == file_magic::bitcode) {
+    auto d = collect_bitcode(*mbuf, member, name, info.symbols);
+    if (!d)
+      return d.take_error();
+    info.bitcode = true;
+    return member_format(info, any, d->format, d->arch, name, member);
+  }
+  auto child = createBinary(*mbuf);
+  if (!child) {
+    // Archives may carry non-object members (e.g. symbol tables of other
+    // tools); lld ignores them too.
+    consumeError(child.takeError());
+    return std::nullopt;
+  }
+  auto *sf = dyn_cast<SymbolicFile>(child->get());
+  if (!sf)
+    return std::nullopt;
+  if (auto *o = dyn_cast<ObjectFile>(sf))
+    if (auto e = check_sections(*o, name, member))
+      return e;
+  auto d = describe(*sf, name);
+  if (!d)
+    return d.take_error();
+  if (auto e = member_format(info, any, d->format, d->arch, name, member))
+    return e;
+  return add_symbols(*sf, member, name, branch_info, info);
+}
+
+Expected<ObjectInfo> read_archive(MemoryBufferRef buf, const Archive &a, const std::string &name,
+                                  bool branch_info) {
+  ObjectInfo info;
+  info.kind = FileKind::Archive;
+  llvm::Error err = llvm::Error::success();
+  bool any = false;
+  for (const Archive::Child &c : a.children(err))
+    if (auto e = add_member(buf, c, name, branch_info, any, info)) {
+      consumeError(std::move(err));
+      return std::move(*e);
+    }
+  if (err)
+    return invalid(name, "corrupt archive: " + message_of(std::move(err)));
+  if (!any)
+    return invalid(name, "the archive has no object members");
+  return info;
+}
+
+Expected<ObjectInfo> read_bitcode(MemoryBufferRef buf, const std::string &name) {
+  ObjectInfo info;
+  auto d = collect_bitcode(buf, {}, name, info.symbols);
+  if (!d)
+    return d.take_error();
+  info.format = d->format;
+  info.arch = d->arch;
+  info.kind = FileKind::Object;
+  info.bitcode = true;
+  if (info.format == Format::Unknown)
+    return invalid(name, "LLVM bitcode for a target with no object format hotlink links");
+  return info;
+}
+
+Expected<ObjectInfo> read_relocatable(const ObjectFile &obj, const std::string &name, bool branch_info) {
+  ObjectInfo info;
+  info.format = format_of(obj);
+  info.arch = arch_of(obj.getArch());
+  info.kind = kind_of(obj);
+  if (info.format == Format::Unknown)
+    return invalid(name, "unsupported object format");
+  if (info.kind != FileKind::Object)
+    return invalid(name, "this is a linked image, not a relocatable object");
+  if (auto e = check_sections(obj, name, {}))
+    return std::move(*e);
+  if (auto e = add_symbols(obj, {}, name, branch_info, info))
+    return std::move(*e);
+  return info;
+}
+
+Expected<ObjectInfo> read_object_unguarded(const void *data, std::size_t size, const std::string &name,
+                                           bool branch_info) {
   if (size == 0)
     return invalid(name, "the file is empty");
   MemoryBufferRef buf(StringRef(static_cast<const char *>(data), size), name);
   if (!readable_magic(buf.getBuffer()))
     return invalid(name, "not an ELF, COFF, Mach-O or wasm object, nor LLVM bitcode, nor an archive of them");
-  ObjectInfo info;
-  if (identify_magic(buf.getBuffer()) == file_magic::bitcode) {
-    auto d = collect_bitcode(buf, {}, name, info.symbols);
-    if (!d)
-      return d.take_error();
-    info.format = d->format;
-    info.arch = d->arch;
-    info.kind = FileKind::Object;
-    info.bitcode = true;
-    if (info.format == Format::Unknown)
-      return invalid(name, "LLVM bitcode for a target with no object format hotlink links");
-    return info;
-  }
+  if (identify_magic(buf.getBuffer()) == file_magic::bitcode)
+    return read_bitcode(buf, name);
   auto bin = createBinary(buf);
   if (!bin)
-    return invalid(name, "not an object file or archive: " +
-                             message_of(bin.takeError()));
-  if (auto *a = dyn_cast<Archive>(bin->get())) {
-    info.kind = FileKind::Archive;
-    llvm::Error err = llvm::Error::success();
-    bool any = false;
-    for (const Archive::Child &c : a->children(err)) {
-      auto cname = c.getName();
-      if (cname && !in_buffer(buf, cname->data(), cname->size()))
-        return invalid(name, "an archive member's name lies outside the archive");
-      std::string member = cname ? cname->str() : std::string("?");
-      auto mbuf = c.getMemoryBufferRef();
-      if (!mbuf)
-        return invalid(name, "archive member '" + member +
-                                 "' is unreadable: " +
-                                 message_of(mbuf.takeError()));
-      if (!in_buffer(buf, mbuf->getBufferStart(), mbuf->getBufferSize()))
-        return invalid(name, "archive member '" + member +
-                                 "' extends past the end of the archive");
-      if (!readable_magic(mbuf->getBuffer()))
-        continue; // as below: lld ignores what it cannot link too
-      if (identify_magic(mbuf->getBuffer()) == file_magic::bitcode) {
-        auto d = collect_bitcode(*mbuf, member, name, info.symbols);
-        if (!d)
-          return d.take_error();
-        if (any && (d->format != info.format || d->arch != info.arch))
-          return make_error(ErrorCode::MixedFormats,
-                            std::string("archive mixes ") + to_string(info.format) + "/" +
-                                to_string(info.arch) + " and " + to_string(d->format) + "/" +
-                                to_string(d->arch) + " members (member '" + member + "')",
-                            name);
-        info.format = d->format;
-        info.arch = d->arch;
-        info.bitcode = any = true;
-        continue;
-      }
-      auto child = createBinary(*mbuf);
-      if (!child) {
-        // Archives may carry non-object members (e.g. symbol tables of
-        // other tools); lld ignores them too.
-        consumeError(child.takeError());
-        continue;
-      }
-      auto *sf = dyn_cast<SymbolicFile>(child->get());
-      if (!sf)
-        continue;
-      if (auto *o = dyn_cast<ObjectFile>(sf))
-        if (auto e = check_sections(*o, name, member))
-          return *e;
-      auto d = describe(*sf, name);
-      if (!d)
-        return d.take_error();
-      if (any && (d->format != info.format || d->arch != info.arch))
-        return make_error(ErrorCode::MixedFormats,
-                          std::string("archive mixes ") +
-                              to_string(info.format) + "/" +
-                              to_string(info.arch) + " and " +
-                              to_string(d->format) + "/" + to_string(d->arch) +
-                              " members (member '" + member + "')",
-                          name);
-      info.format = d->format;
-      info.arch = d->arch;
-      any = true;
-      std::size_t first = info.symbols.size();
-      auto ok = collect(*sf, member, name, info.symbols);
-      if (!ok)
-        return ok.take_error();
-      if (auto e = refuse_gcc_lto(info.symbols, first, name, member))
-        return *e;
-      if (auto *o = dyn_cast<ObjectFile>(sf)) {
-        info.startup_sections |= has_startup_sections(*o);
-        info.codeview |= has_codeview(*o);
-      }
-      if (auto *o = dyn_cast<ObjectFile>(sf)) {
-        collect_default_libs(*o, info.default_libs);
-        if (branch_info)
-          if (auto e = mark_branch_only(*o, info.symbols, first, name))
-            return *e;
-      }
-    }
-    if (err)
-      return invalid(name, "corrupt archive: " + message_of(std::move(err)));
-    if (!any)
-      return invalid(name, "the archive has no object members");
-    return info;
-  }
+    return invalid(name, "not an object file or archive: " + message_of(bin.takeError()));
+  if (auto *a = dyn_cast<Archive>(bin->get()))
+    return read_archive(buf, *a, name, branch_info);
   auto *obj = dyn_cast<ObjectFile>(bin->get());
   if (!obj)
     return invalid(name, "not a relocatable object (unsupported binary kind)");
-  info.format = format_of(*obj);
-  info.arch = arch_of(obj->getArch());
-  info.kind = kind_of(*obj);
-  if (info.format == Format::Unknown)
-    return invalid(name, "unsupported object format");
-  if (info.kind != FileKind::Object)
-    return invalid(name, "this is a linked image, not a relocatable object");
-  if (auto e = check_sections(*obj, name, {}))
-    return *e;
-  auto ok = collect(*obj, {}, name, info.symbols);
-  if (!ok)
-    return ok.take_error();
-  if (auto e = refuse_gcc_lto(info.symbols, 0, name, {}))
-    return *e;
-  info.startup_sections = has_startup_sections(*obj);
-  info.codeview = has_codeview(*obj);
-  collect_default_libs(*obj, info.default_libs);
-  if (branch_info)
-    if (auto e = mark_branch_only(*obj, info.symbols, 0, name))
-      return *e;
-  return info;
+  return read_relocatable(*obj, name, branch_info);
 }
 
 } // namespace
