@@ -34,133 +34,151 @@ namespace hotlink::exports {
 
 namespace {
 
-Expected<ArtifactInfo> read_artifact_unguarded(const void *data, std::size_t size,
-                                               const std::string &name) {
-  if (size == 0)
-    return make_error(ErrorCode::InvalidInput, "the file is empty", name);
-  MemoryBufferRef buf(StringRef(static_cast<const char *>(data), size), name);
-  if (!readable_magic(buf.getBuffer()))
-    return make_error(ErrorCode::InvalidInput,
-                      "not an ELF, PE, Mach-O or wasm image", name);
-  if (identify_magic(buf.getBuffer()) == file_magic::bitcode)
-    return make_error(ErrorCode::InvalidInput, "is LLVM bitcode, not a linked image", name);
-  auto bin = createBinary(buf);
-  if (!bin)
-    return make_error(ErrorCode::InvalidInput,
-                      "not a binary: " + message_of(bin.takeError()), name);
-  auto *obj = dyn_cast<ObjectFile>(bin->get());
-  if (!obj)
-    return make_error(ErrorCode::InvalidInput,
-                      "not a shared object, DLL, dylib or wasm module", name);
-  ArtifactInfo info;
-  info.format = format_of(*obj);
-  info.arch = arch_of(obj->getArch());
-  info.kind = kind_of(*obj);
-  auto bad = [&](llvm::Error e) {
-    return make_error(ErrorCode::InvalidInput,
-                      "corrupt export table: " + message_of(std::move(e)),
-                      name);
-  };
-  if (auto *e = dyn_cast<ELFObjectFileBase>(obj)) {
-    for (const ELFSymbolRef &s : e->getDynamicSymbolIterators()) {
-      auto fl = s.getFlags();
-      if (!fl)
-        return bad(fl.takeError());
-      auto nm = s.getName();
-      if (!nm)
-        return bad(nm.takeError());
-      if (!name_inside(*obj, *nm))
-        return make_error(ErrorCode::InvalidInput, "a dynamic symbol's name lies outside the file", name);
-      if (nm->empty())
-        continue;
-      if (!(*fl & SymbolRef::SF_Undefined))
-        info.exports.push_back(nm->str());
-      else if (!(*fl & SymbolRef::SF_Weak))
-        info.imports.push_back(nm->str());
-    }
-    if (auto *e64 = dyn_cast<ELF64LEObjectFile>(obj)) {
-      // DT_NEEDED names are offsets into the dynamic string table.
-      const auto &file = e64->getELFFile();
-      // LLVM's dynamicEntries() takes PT_DYNAMIC's offset and size as they
-      // are and reads its last entry: a segment past the end of the file is
-      // refused before it is asked (found by fuzzing).
-      auto phdrs = file.program_headers();
-      if (!phdrs)
-        return bad(phdrs.takeError());
-      for (const auto &ph : *phdrs)
-        if (ph.p_type == ELF::PT_DYNAMIC &&
-            (ph.p_offset > file.getBufSize() || ph.p_filesz > file.getBufSize() - ph.p_offset))
-          return make_error(ErrorCode::InvalidInput,
-                            "the dynamic segment (PT_DYNAMIC) extends past the end of the file",
-                            name);
-      for (const auto &ph : *phdrs) {
-        if (ph.p_type != ELF::PT_NOTE)
-          continue;
-        llvm::Error err = llvm::Error::success();
-        for (const auto &note : file.notes(ph, err))
-          if (note.getType() == ELF::NT_GNU_BUILD_ID && note.getName() == "GNU")
-            info.build_id = toHex(note.getDesc(ph.p_align), /*LowerCase=*/true);
-        if (err)
-          return bad(std::move(err));
-      }
-      auto dyn = file.dynamicEntries();
-      if (!dyn)
-        return bad(dyn.takeError());
-      uint64_t strtab = 0, strsz = 0;
-      std::vector<uint64_t> needed;
-      for (const auto &d : *dyn) {
-        if (d.d_tag == ELF::DT_STRTAB) strtab = d.getPtr();
-        else if (d.d_tag == ELF::DT_STRSZ) strsz = d.getVal();
-        else if (d.d_tag == ELF::DT_NEEDED) needed.push_back(d.getVal());
-      }
-      if (!needed.empty()) {
-        auto base = file.toMappedAddr(strtab);
-        if (!base)
-          return bad(base.takeError());
-        const char *end = reinterpret_cast<const char *>(file.base() + file.getBufSize());
-        const char *tab = reinterpret_cast<const char *>(*base);
-        for (uint64_t off : needed) {
-          if (off >= strsz || tab + off >= end)
-            return make_error(ErrorCode::InvalidInput, "corrupt DT_NEEDED entry", name);
-          info.needed.push_back(std::string(tab + off, strnlen(tab + off, end - (tab + off))));
-        }
-      }
-    }
-  } else if (auto *c = dyn_cast<COFFObjectFile>(obj)) {
-    // Each export takes at least 4 bytes of the file: a directory that
-    // claims more entries than that is refused instead of walked (a count
-    // of 2^32 kept the fuzzer busy for minutes).
-    if (const export_directory_table_entry *table = c->getExportTable()) {
-      std::uint64_t room = size / 4;
-      if (!in_buffer(c->getMemoryBufferRef(), table, sizeof(*table)) || table->AddressTableEntries > room ||
-          table->NumberOfNamePointers > room)
-        return make_error(ErrorCode::InvalidInput,
-                          "the export directory claims more entries than the file can hold", name);
-    }
-    for (const ExportDirectoryEntryRef &x : c->export_directories()) {
-      StringRef nm;
-      if (llvm::Error err = x.getSymbolName(nm))
-        return bad(std::move(err));
-      if (!name_inside(*c, nm))
-        return make_error(ErrorCode::InvalidInput, "an export's name lies outside the file", name);
-      if (!nm.empty())
-        info.exports.push_back(nm.str());
-    }
-  } else if (auto *m = dyn_cast<MachOObjectFile>(obj)) {
+Error corrupt_table(const std::string &name, llvm::Error e) {
+  return make_error(ErrorCode::InvalidInput, "corrupt export table: " + message_of(std::move(e)), name);
+}
+
+// ELF: the dynamic symbols, defined (exports) and undefined non-weak
+// (imports).
+std::optional<Error> elf_dynamic_symbols(const ELFObjectFileBase &e, const std::string &name, ArtifactInfo &info) {
+  for (const ELFSymbolRef &s : e.getDynamicSymbolIterators()) {
+    auto fl = s.getFlags();
+    if (!fl)
+      return corrupt_table(name, fl.takeError());
+    auto nm = s.getName();
+    if (!nm)
+      return corrupt_table(name, nm.takeError());
+    if (!name_inside(e, *nm))
+      return make_error(ErrorCode::InvalidInput, "a dynamic symbol's name lies outside the file", name);
+    if (nm->empty())
+      continue;
+    if (!(*fl & SymbolRef::SF_Undefined))
+      info.exports.push_back(nm->str());
+    else if (!(*fl & SymbolRef::SF_Weak))
+      info.imports.push_back(nm->str());
+  }
+  return std::nullopt;
+}
+
+// ELF64: the GNU build-id note and the DT_NEEDED libraries.
+std::optional<Error> elf_notes_and_needed(const ELFFile<ELF64LE> &file, const std::string &name,
+                                          ArtifactInfo &info) {
+  // LLVM's dynamicEntries() takes PT_DYNAMIC's offset and size as they are
+  // and reads its last entry: a segment past the end of the file is
+  // refused before it is asked (found by fuzzing).
+  auto phdrs = file.program_headers();
+  if (!phdrs)
+    return corrupt_table(name, phdrs.takeError());
+  for (const auto &ph : *phdrs)
+    if (ph.p_type == ELF::PT_DYNAMIC &&
+        (ph.p_offset > file.getBufSize() || ph.p_filesz > file.getBufSize() - ph.p_offset))
+      return make_error(ErrorCode::InvalidInput, "the dynamic segment (PT_DYNAMIC) extends past the end of the file",
+                        name);
+  for (const auto &ph : *phdrs) {
+    if (ph.p_type != ELF::PT_NOTE)
+      continue;
+    llvm::Error err = llvm::Error::success();
+    for (const auto &note : file.notes(ph, err))
+      if (note.getType() == ELF::NT_GNU_BUILD_ID && note.getName() == "GNU")
+        info.build_id = toHex(note.getDesc(ph.p_align), /*LowerCase=*/true);
+    if (err)
+      return corrupt_table(name, std::move(err));
+  }
+  auto dyn = file.dynamicEntries();
+  if (!dyn)
+    return corrupt_table(name, dyn.takeError());
+  uint64_t strtab = 0, strsz = 0;
+  std::vector<uint64_t> needed;
+  for (const auto &d : *dyn) {
+    if (d.d_tag == ELF::DT_STRTAB) strtab = d.getPtr();
+    else if (d.d_tag == ELF::DT_STRSZ) strsz = d.getVal();
+    else if (d.d_tag == ELF::DT_NEEDED) needed.push_back(d.getVal());
+  }
+  if (needed.empty())
+    return std::nullopt;
+  // DT_NEEDED names are offsets into the dynamic string table.
+  auto base = file.toMappedAddr(strtab);
+  if (!base)
+    return corrupt_table(name, base.takeError());
+  const char *end = reinterpret_cast<const char *>(file.base() + file.getBufSize());
+  const char *tab = reinterpret_cast<const char *>(*base);
+  for (uint64_t off : needed) {
+    if (off >= strsz || tab + off >= end)
+      return make_error(ErrorCode::InvalidInput, "corrupt DT_NEEDED entry", name);
+    info.needed.push_back(std::string(tab + off, strnlen(tab + off, end - (tab + off))));
+  }
+  return std::nullopt;
+}
+
+// PE: the export directory's names.
+std::optional<Error> coff_exports(const COFFObjectFile &c, std::size_t size, const std::string &name,
+                                  ArtifactInfo &info) {
+  // Each export takes at least 4 bytes of the file: a directory that
+  // claims more entries than that is refused instead of walked (a count of
+  // 2^32 kept the fuzzer busy for minutes).
+  if (const export_directory_table_entry *table = c.getExportTable()) {
+    std::uint64_t room = size / 4;
+    if (!in_buffer(c.getMemoryBufferRef(), table, sizeof(*table)) || table->AddressTableEntries > room ||
+        table->NumberOfNamePointers > room)
+      return make_error(ErrorCode::InvalidInput, "the export directory claims more entries than the file can hold",
+                        name);
+  }
+  for (const ExportDirectoryEntryRef &x : c.export_directories()) {
+    StringRef nm;
+    if (llvm::Error err = x.getSymbolName(nm))
+      return corrupt_table(name, std::move(err));
+    if (!name_inside(c, nm))
+      return make_error(ErrorCode::InvalidInput, "an export's name lies outside the file", name);
+    if (!nm.empty())
+      info.exports.push_back(nm.str());
+  }
+  return std::nullopt;
+}
+
+std::optional<Error> table_of(const ObjectFile &obj, std::size_t size, const std::string &name, ArtifactInfo &info) {
+  if (auto *e = dyn_cast<ELFObjectFileBase>(&obj)) {
+    if (auto err = elf_dynamic_symbols(*e, name, info))
+      return err;
+    if (auto *e64 = dyn_cast<ELF64LEObjectFile>(&obj))
+      return elf_notes_and_needed(e64->getELFFile(), name, info);
+  } else if (auto *c = dyn_cast<COFFObjectFile>(&obj)) {
+    return coff_exports(*c, size, name, info);
+  } else if (auto *m = dyn_cast<MachOObjectFile>(&obj)) {
     llvm::Error err = llvm::Error::success();
     for (const ExportEntry &x : m->exports(err))
       info.exports.push_back(x.name().str());
     if (err)
-      return bad(std::move(err));
-  } else if (auto *w = dyn_cast<WasmObjectFile>(obj)) {
+      return corrupt_table(name, std::move(err));
+  } else if (auto *w = dyn_cast<WasmObjectFile>(&obj)) {
     for (const wasm::WasmExport &x : w->exports())
-      if (x.Kind == wasm::WASM_EXTERNAL_FUNCTION ||
-          x.Kind == wasm::WASM_EXTERNAL_GLOBAL)
+      if (x.Kind == wasm::WASM_EXTERNAL_FUNCTION || x.Kind == wasm::WASM_EXTERNAL_GLOBAL)
         info.exports.push_back(x.Name.str());
   }
+  return std::nullopt;
+}
+
+Expected<ArtifactInfo> read_artifact_unguarded(const void *data, std::size_t size, const std::string &name) {
+  if (size == 0)
+    return make_error(ErrorCode::InvalidInput, "the file is empty", name);
+  MemoryBufferRef buf(StringRef(static_cast<const char *>(data), size), name);
+  if (!readable_magic(buf.getBuffer()))
+    return make_error(ErrorCode::InvalidInput, "not an ELF, PE, Mach-O or wasm image", name);
+  if (identify_magic(buf.getBuffer()) == file_magic::bitcode)
+    return make_error(ErrorCode::InvalidInput, "is LLVM bitcode, not a linked image", name);
+  auto bin = createBinary(buf);
+  if (!bin)
+    return make_error(ErrorCode::InvalidInput, "not a binary: " + message_of(bin.takeError()), name);
+  auto *obj = dyn_cast<ObjectFile>(bin->get());
+  if (!obj)
+    return make_error(ErrorCode::InvalidInput, "not a shared object, DLL, dylib or wasm module", name);
+  ArtifactInfo info;
+  info.format = format_of(*obj);
+  info.arch = arch_of(obj->getArch());
+  info.kind = kind_of(*obj);
+  if (auto err = table_of(*obj, size, name, info))
+    return std::move(*err);
   std::sort(info.exports.begin(), info.exports.end());
-  info.exports.erase(std::unique(info.exports.begin(), info.exports.end()),
-                     info.exports.end());
+  info.exports.erase(std::unique(info.exports.begin(), info.exports.end()), info.exports.end());
   return info;
 }
 
