@@ -110,85 +110,111 @@ std::size_t align_to(std::size_t n, std::size_t a) { return (n + a - 1) / a * a;
 
 } // namespace
 
-std::vector<std::uint8_t> write_stub(const SharedLibrary &lib,
-                                     const std::vector<std::string_view> &wanted) {
-  using ELFT = llvm::object::ELF64LE;
-  using namespace llvm::ELF;
-  // The string table: the soname, every version name, then symbol names.
-  std::string strtab(1, '\0');
-  auto add_str = [&](const std::string &s) {
-    std::uint32_t off = std::uint32_t(strtab.size());
-    strtab += s;
-    strtab += '\0';
-    return off;
-  };
-  std::uint32_t soname = add_str(lib.soname);
-  std::vector<std::uint32_t> version_names;
-  for (const SharedLibrary::Version &v : lib.versions)
-    version_names.push_back(add_str(v.name));
+namespace {
+
+using ELFT = llvm::object::ELF64LE;
+
+// What a stub holds: its string table (the soname, every version name,
+// then symbol names) and its dynamic symbols.
+struct StubContent {
   struct Entry {
     std::uint32_t name;
     StubSymbol sym;
     bool defined;
   };
+  std::string strtab = std::string(1, '\0');
+  std::uint32_t soname = 0;
+  std::vector<std::uint32_t> version_names;
   std::vector<Entry> entries;
+
+  std::uint32_t add_str(const std::string &s) {
+    std::uint32_t off = std::uint32_t(strtab.size());
+    strtab += s;
+    strtab += '\0';
+    return off;
+  }
   // `wanted` is sorted: the stub's bytes do not depend on a set's order.
-  for (std::string_view n : wanted) {
-    llvm::StringRef name(n.data(), n.size());
-    auto it = lib.defined.find(name);
-    if (it != lib.defined.end()) {
-      std::uint32_t off = add_str(name.str());
-      for (const StubSymbol &s : it->second)
-        entries.push_back({off, s, true});
-    } else if (lib.undefined.count(name)) {
-      entries.push_back({add_str(name.str()), StubSymbol{std::uint8_t((STB_GLOBAL << 4) | STT_NOTYPE), 0, 1, 0, 0}, false});
+  StubContent(const SharedLibrary &lib, const std::vector<std::string_view> &wanted) {
+    using namespace llvm::ELF;
+    soname = add_str(lib.soname);
+    for (const SharedLibrary::Version &v : lib.versions)
+      version_names.push_back(add_str(v.name));
+    for (std::string_view n : wanted) {
+      llvm::StringRef name(n.data(), n.size());
+      auto it = lib.defined.find(name);
+      if (it != lib.defined.end()) {
+        std::uint32_t off = add_str(name.str());
+        for (const StubSymbol &s : it->second)
+          entries.push_back({off, s, true});
+      } else if (lib.undefined.count(name)) {
+        entries.push_back(
+            {add_str(name.str()), StubSymbol{std::uint8_t((STB_GLOBAL << 4) | STT_NOTYPE), 0, 1, 0, 0}, false});
+      }
     }
   }
-  const std::size_t nsyms = entries.size() + 1;
-  const std::string shstrtab =
-      std::string("\0.dynsym\0.dynstr\0.gnu.version\0.gnu.version_d\0.dynamic\0.shstrtab\0", 64);
-  const std::uint32_t sh_name[7] = {0, 1, 9, 17, 30, 45, 54};
-  const std::size_t kVerdef = sizeof(ELFT::Verdef), kVerdaux = sizeof(ELFT::Verdaux);
+};
 
-  std::size_t off_dynsym = sizeof(ELFT::Ehdr);
-  std::size_t off_dynstr = off_dynsym + nsyms * sizeof(ELFT::Sym);
-  std::size_t off_versym = align_to(off_dynstr + strtab.size(), 2);
-  std::size_t off_verdef = align_to(off_versym + nsyms * 2, 8);
-  std::size_t size_verdef = lib.versions.size() * (kVerdef + kVerdaux);
-  std::size_t off_dynamic = align_to(off_verdef + size_verdef, 8);
-  std::size_t size_dynamic = 2 * sizeof(ELFT::Dyn);
-  std::size_t off_shstrtab = off_dynamic + size_dynamic;
-  std::size_t off_shdrs = align_to(off_shstrtab + shstrtab.size(), 8);
-  std::vector<std::uint8_t> out(off_shdrs + 7 * sizeof(ELFT::Shdr), 0);
+const std::string kShstrtab =
+    std::string("\0.dynsym\0.dynstr\0.gnu.version\0.gnu.version_d\0.dynamic\0.shstrtab\0", 64);
+const std::uint32_t kShName[7] = {0, 1, 9, 17, 30, 45, 54};
+constexpr std::size_t kVerdef = sizeof(ELFT::Verdef), kVerdaux = sizeof(ELFT::Verdaux);
 
+// Where each part of the stub goes.
+struct StubLayout {
+  std::size_t nsyms, dynsym, dynstr, versym, verdef, verdef_size, dynamic, dynamic_size, shstrtab, shdrs, size;
+  StubLayout(const SharedLibrary &lib, const StubContent &c) {
+    nsyms = c.entries.size() + 1;
+    dynsym = sizeof(ELFT::Ehdr);
+    dynstr = dynsym + nsyms * sizeof(ELFT::Sym);
+    versym = align_to(dynstr + c.strtab.size(), 2);
+    verdef = align_to(versym + nsyms * 2, 8);
+    verdef_size = lib.versions.size() * (kVerdef + kVerdaux);
+    dynamic = align_to(verdef + verdef_size, 8);
+    dynamic_size = 2 * sizeof(ELFT::Dyn);
+    shstrtab = dynamic + dynamic_size;
+    shdrs = align_to(shstrtab + kShstrtab.size(), 8);
+    size = shdrs + 7 * sizeof(ELFT::Shdr);
+  }
+};
+
+void write_header(const SharedLibrary &lib, const StubLayout &l, std::vector<std::uint8_t> &out) {
+  using namespace llvm::ELF;
   ELFT::Ehdr eh{};
   std::memcpy(eh.e_ident, lib.ident, 16);
   eh.e_type = ET_DYN;
   eh.e_machine = lib.machine;
   eh.e_version = EV_CURRENT;
-  eh.e_shoff = off_shdrs;
+  eh.e_shoff = l.shdrs;
   eh.e_flags = lib.flags;
   eh.e_ehsize = sizeof(ELFT::Ehdr);
   eh.e_shentsize = sizeof(ELFT::Shdr);
   eh.e_shnum = 7;
   eh.e_shstrndx = 6;
   put(out, 0, eh);
+}
 
-  for (std::size_t i = 0; i < entries.size(); ++i) {
+void write_symbols(const StubContent &c, const StubLayout &l, std::vector<std::uint8_t> &out) {
+  using namespace llvm::ELF;
+  for (std::size_t i = 0; i < c.entries.size(); ++i) {
     ELFT::Sym s{};
-    s.st_name = entries[i].name;
-    s.st_info = entries[i].sym.info;
-    s.st_other = entries[i].sym.other;
-    s.st_shndx = entries[i].defined ? SHN_ABS : SHN_UNDEF;
-    s.st_value = entries[i].sym.value;
-    s.st_size = entries[i].sym.size;
-    put(out, off_dynsym + (i + 1) * sizeof(ELFT::Sym), s);
-    put(out, off_versym + (i + 1) * 2, std::uint16_t(entries[i].sym.versym));
+    s.st_name = c.entries[i].name;
+    s.st_info = c.entries[i].sym.info;
+    s.st_other = c.entries[i].sym.other;
+    s.st_shndx = c.entries[i].defined ? SHN_ABS : SHN_UNDEF;
+    s.st_value = c.entries[i].sym.value;
+    s.st_size = c.entries[i].sym.size;
+    put(out, l.dynsym + (i + 1) * sizeof(ELFT::Sym), s);
+    put(out, l.versym + (i + 1) * 2, std::uint16_t(c.entries[i].sym.versym));
   }
-  std::memcpy(out.data() + off_dynstr, strtab.data(), strtab.size());
+  std::memcpy(out.data() + l.dynstr, c.strtab.data(), c.strtab.size());
+}
+
+void write_versions_and_dynamic(const SharedLibrary &lib, const StubContent &c, const StubLayout &l,
+                                std::vector<std::uint8_t> &out) {
+  using namespace llvm::ELF;
   for (std::size_t i = 0; i < lib.versions.size(); ++i) {
     const SharedLibrary::Version &v = lib.versions[i];
-    std::size_t at = off_verdef + i * (kVerdef + kVerdaux);
+    std::size_t at = l.verdef + i * (kVerdef + kVerdaux);
     ELFT::Verdef d{};
     d.vd_version = VER_DEF_CURRENT;
     d.vd_flags = v.flags;
@@ -199,21 +225,25 @@ std::vector<std::uint8_t> write_stub(const SharedLibrary &lib,
     d.vd_next = i + 1 < lib.versions.size() ? kVerdef + kVerdaux : 0;
     put(out, at, d);
     ELFT::Verdaux a{};
-    a.vda_name = version_names[i];
+    a.vda_name = c.version_names[i];
     a.vda_next = 0;
     put(out, at + kVerdef, a);
   }
   ELFT::Dyn dyn[2]{};
   dyn[0].d_tag = DT_SONAME;
-  dyn[0].d_un.d_val = soname;
+  dyn[0].d_un.d_val = c.soname;
   dyn[1].d_tag = DT_NULL;
-  std::memcpy(out.data() + off_dynamic, dyn, sizeof dyn);
-  std::memcpy(out.data() + off_shstrtab, shstrtab.data(), shstrtab.size());
+  std::memcpy(out.data() + l.dynamic, dyn, sizeof dyn);
+}
 
-  auto shdr = [&](int index, std::uint32_t type, std::size_t offset, std::size_t size,
-                  std::uint32_t link, std::uint32_t info, std::size_t align, std::size_t entsize) {
+void write_section_headers(const SharedLibrary &lib, const StubContent &c, const StubLayout &l,
+                           std::vector<std::uint8_t> &out) {
+  using namespace llvm::ELF;
+  std::memcpy(out.data() + l.shstrtab, kShstrtab.data(), kShstrtab.size());
+  auto shdr = [&](int index, std::uint32_t type, std::size_t offset, std::size_t size, std::uint32_t link,
+                  std::uint32_t info, std::size_t align, std::size_t entsize) {
     ELFT::Shdr h{};
-    h.sh_name = sh_name[index];
+    h.sh_name = kShName[index];
     h.sh_type = type;
     h.sh_flags = (type == SHT_STRTAB && index == 6) ? 0u : unsigned(SHF_ALLOC);
     h.sh_offset = offset;
@@ -222,14 +252,26 @@ std::vector<std::uint8_t> write_stub(const SharedLibrary &lib,
     h.sh_info = info;
     h.sh_addralign = align;
     h.sh_entsize = entsize;
-    put(out, off_shdrs + index * sizeof(ELFT::Shdr), h);
+    put(out, l.shdrs + index * sizeof(ELFT::Shdr), h);
   };
-  shdr(1, SHT_DYNSYM, off_dynsym, nsyms * sizeof(ELFT::Sym), 2, 1, 8, sizeof(ELFT::Sym));
-  shdr(2, SHT_STRTAB, off_dynstr, strtab.size(), 0, 0, 1, 0);
-  shdr(3, SHT_GNU_versym, off_versym, nsyms * 2, 1, 0, 2, 2);
-  shdr(4, SHT_GNU_verdef, off_verdef, size_verdef, 2, std::uint32_t(lib.versions.size()), 8, 0);
-  shdr(5, SHT_DYNAMIC, off_dynamic, size_dynamic, 2, 0, 8, sizeof(ELFT::Dyn));
-  shdr(6, SHT_STRTAB, off_shstrtab, shstrtab.size(), 0, 0, 1, 0);
+  shdr(1, SHT_DYNSYM, l.dynsym, l.nsyms * sizeof(ELFT::Sym), 2, 1, 8, sizeof(ELFT::Sym));
+  shdr(2, SHT_STRTAB, l.dynstr, c.strtab.size(), 0, 0, 1, 0);
+  shdr(3, SHT_GNU_versym, l.versym, l.nsyms * 2, 1, 0, 2, 2);
+  shdr(4, SHT_GNU_verdef, l.verdef, l.verdef_size, 2, std::uint32_t(lib.versions.size()), 8, 0);
+  shdr(5, SHT_DYNAMIC, l.dynamic, l.dynamic_size, 2, 0, 8, sizeof(ELFT::Dyn));
+  shdr(6, SHT_STRTAB, l.shstrtab, kShstrtab.size(), 0, 0, 1, 0);
+}
+
+} // namespace
+
+std::vector<std::uint8_t> write_stub(const SharedLibrary &lib, const std::vector<std::string_view> &wanted) {
+  StubContent content(lib, wanted);
+  StubLayout layout(lib, content);
+  std::vector<std::uint8_t> out(layout.size, 0);
+  write_header(lib, layout, out);
+  write_symbols(content, layout, out);
+  write_versions_and_dynamic(lib, content, layout, out);
+  write_section_headers(lib, content, layout, out);
   return out;
 }
 
