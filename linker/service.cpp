@@ -97,6 +97,8 @@ struct LinkService::Impl {
                            bool rerun = false);
   void release(Slot slot);
   LinkResult link(const LinkRequest &req);
+  std::optional<Error> link_cached(const LinkRequest &req, const Plan &plan, LinkResult &res);
+  void count(const LinkResult &res);
   void dispatch_loop();
 };
 
@@ -205,123 +207,150 @@ std::optional<Error> LinkService::Impl::run(const LinkRequest &req, const Plan &
   return std::nullopt;
 }
 
-LinkResult LinkService::Impl::link(const LinkRequest &req) {
-  auto t0 = std::chrono::steady_clock::now();
-  LinkResult res;
-  auto finish = [&](std::optional<Error> err) {
-    res.error = std::move(err);
-    res.timings.total_ms = base::ms_since(t0);
-    std::lock_guard<std::mutex> lock(mu);
-    if (!res.ok())
-      ++stats.failed;
-    if (res.executed_by == "worker")
-      ++stats.in_worker;
-    else if (res.executed_by == "in-process")
-      ++stats.in_process;
-    if (res.cache == CacheUse::Hit || res.cache == CacheUse::RemoteHit)
-      ++stats.cache_hits;
-    else if (res.cache == CacheUse::Miss)
-      ++stats.cache_misses;
-    return std::move(res);
-  };
+namespace {
 
-  bool caching = cache && req.use_cache;
-  auto plan = plan_link(req, res.timings, /*digest_inputs=*/caching);
-  if (!plan)
-    return finish(plan.take_error());
-  res.target = plan->target.triple;
-  res.artifact_name = plan->job.output_name;
-  for (const exports::Export &e : plan->exports)
+// What the plan tells the caller, before anything runs.
+void report_plan(const Plan &plan, const LinkRequest &req, LinkResult &res) {
+  res.target = plan.target.triple;
+  res.artifact_name = plan.job.output_name;
+  for (const exports::Export &e : plan.exports)
     res.exports.push_back(e.name);
-  res.export_file = plan->export_file;
-  res.support_objects = plan->support_objects;
-  for (const std::string &w : plan->warnings)
+  res.export_file = plan.export_file;
+  res.support_objects = plan.support_objects;
+  for (const std::string &w : plan.warnings)
     res.diagnostics.push_back(Diagnostic{Severity::Warning, w, req.coff.def_input, {}});
-  for (const Diagnostic &d : plan->diagnostics)
+  for (const Diagnostic &d : plan.diagnostics)
     res.diagnostics.push_back(d);
-  res.system_libraries = plan->system_libraries;
-  res.import_thunks = plan->import_thunks;
-  res.windows_crt = plan->windows_crt;
-  res.runtime = plan->runtime;
+  res.system_libraries = plan.system_libraries;
+  res.import_thunks = plan.import_thunks;
+  res.windows_crt = plan.windows_crt;
+  res.runtime = plan.runtime;
+}
 
-  // Every file the link publishes is reserved before lld runs, so that an
-  // unwritable destination fails early and nothing is published partially.
-  std::optional<OutputReservation> output, def_output, implib_output, pdb_output;
+// Every file the link publishes, reserved before lld runs, so that an
+// unwritable destination fails early and nothing is published partially.
+struct Outputs {
+  std::optional<OutputReservation> artifact, def, implib, pdb;
+};
+
+Expected<Outputs> reserve_outputs(const LinkRequest &req, const Plan &plan) {
+  Outputs o;
   // Artifacts are executable (0755), companions are not (0644); both less
   // the umask.
-  for (auto [path, slot, mode] : {std::tuple{&req.output_path, &output, 0755u},
-                                  std::tuple{&req.coff.def_output, &def_output, 0644u},
-                                  std::tuple{&req.coff.implib_output, &implib_output, 0644u},
-                                  std::tuple{static_cast<const std::string *>(&plan->pdb_path), &pdb_output, 0644u}}) {
+  for (auto [path, slot, mode] : {std::tuple{&req.output_path, &o.artifact, 0755u},
+                                  std::tuple{&req.coff.def_output, &o.def, 0644u},
+                                  std::tuple{&req.coff.implib_output, &o.implib, 0644u},
+                                  std::tuple{&plan.pdb_path, &o.pdb, 0644u}}) {
     if (path->empty())
       continue;
     auto r = OutputReservation::reserve(*path, mode);
     if (!r)
-      return finish(r.take_error());
+      return r.take_error();
     slot->emplace(std::move(r.value()));
   }
+  return o;
+}
 
-  if (!caching) {
-    if (auto err = run(req, *plan, res))
-      return finish(std::move(err));
-  } else {
-    auto tc = std::chrono::steady_clock::now();
-    double link_total = 0;
-    cache::Key key = link_key(*plan);
-    res.cache_key = key.hex();
-    auto fetched = cache->get_or_build(key, [&]() -> Expected<cache::Artifact> {
-      auto tl = std::chrono::steady_clock::now();
-      auto err = run(req, *plan, res);
-      link_total = base::ms_since(tl);
-      if (err)
-        return std::move(*err);
-      cache::Artifact a = take_artifact(res);
-      return a;
-    });
-    res.timings.cache_ms = base::ms_since(tc) - link_total;
-    if (!fetched)
-      return finish(fetched.take_error());
-    cache::Entry &e = fetched->entry;
-    res.cache = fetched->source == cache::Fetched::Source::Remote ? CacheUse::RemoteHit
-                : fetched->hit                                     ? CacheUse::Hit
-                                                                   : CacheUse::Miss;
-    if (fetched->hit)
-      res.executed_by = "cache";
-    for (std::string &w : fetched->warnings)
-      res.diagnostics.push_back(Diagnostic{Severity::Warning, std::move(w), {}, {}});
-    res.artifact = std::move(e.artifact.bytes);
-    res.implib = std::move(e.artifact.implib);
-    res.pdb = std::move(e.artifact.pdb);
-    res.artifact_blake3 = e.manifest.blake3;
-  }
-
-  auto t1 = std::chrono::steady_clock::now();
-  // The companions first, the artifact last: whoever sees the artifact can
-  // rely on its .def, import library and PDB being there.
-  if (def_output) {
+// The companions first, the artifact last: whoever sees the artifact can
+// rely on its .def, import library and PDB being there.
+std::optional<Error> publish(Outputs &o, const LinkRequest &req, const Plan &plan, LinkResult &res) {
+  if (o.def) {
     std::vector<std::uint8_t> text(res.export_file.begin(), res.export_file.end());
-    if (auto err = def_output->publish(text))
-      return finish(std::move(err));
+    if (auto err = o.def->publish(text))
+      return err;
     res.def_path = req.coff.def_output;
   }
-  if (implib_output) {
-    if (auto err = implib_output->publish(res.implib))
-      return finish(std::move(err));
+  if (o.implib) {
+    if (auto err = o.implib->publish(res.implib))
+      return err;
     res.implib_path = req.coff.implib_output;
     res.implib.clear();
   }
-  if (pdb_output) {
-    if (auto err = pdb_output->publish(res.pdb))
-      return finish(std::move(err));
-    res.pdb_path = plan->pdb_path;
+  if (o.pdb) {
+    if (auto err = o.pdb->publish(res.pdb))
+      return err;
+    res.pdb_path = plan.pdb_path;
     res.pdb.clear();
   }
-  if (output) {
-    if (auto err = output->publish(res.artifact))
-      return finish(std::move(err));
+  if (o.artifact) {
+    if (auto err = o.artifact->publish(res.artifact))
+      return err;
     res.artifact_path = req.output_path;
     res.artifact.clear();
   }
+  return std::nullopt;
+}
+
+} // namespace
+
+// A hit, or the link run once (across processes) and stored.
+std::optional<Error> LinkService::Impl::link_cached(const LinkRequest &req, const Plan &plan, LinkResult &res) {
+  auto tc = base::Clock::now();
+  double link_total = 0;
+  cache::Key key = link_key(plan);
+  res.cache_key = key.hex();
+  auto fetched = cache->get_or_build(key, [&]() -> Expected<cache::Artifact> {
+    auto tl = base::Clock::now();
+    auto err = run(req, plan, res);
+    link_total = base::ms_since(tl);
+    if (err)
+      return std::move(*err);
+    return take_artifact(res);
+  });
+  res.timings.cache_ms = base::ms_since(tc) - link_total;
+  if (!fetched)
+    return fetched.take_error();
+  cache::Entry &e = fetched->entry;
+  res.cache = fetched->source == cache::Fetched::Source::Remote ? CacheUse::RemoteHit
+              : fetched->hit                                     ? CacheUse::Hit
+                                                                 : CacheUse::Miss;
+  if (fetched->hit)
+    res.executed_by = "cache";
+  for (std::string &w : fetched->warnings)
+    res.diagnostics.push_back(Diagnostic{Severity::Warning, std::move(w), {}, {}});
+  res.artifact = std::move(e.artifact.bytes);
+  res.implib = std::move(e.artifact.implib);
+  res.pdb = std::move(e.artifact.pdb);
+  res.artifact_blake3 = e.manifest.blake3;
+  return std::nullopt;
+}
+
+void LinkService::Impl::count(const LinkResult &res) {
+  std::lock_guard<std::mutex> lock(mu);
+  if (!res.ok())
+    ++stats.failed;
+  if (res.executed_by == "worker")
+    ++stats.in_worker;
+  else if (res.executed_by == "in-process")
+    ++stats.in_process;
+  if (res.cache == CacheUse::Hit || res.cache == CacheUse::RemoteHit)
+    ++stats.cache_hits;
+  else if (res.cache == CacheUse::Miss)
+    ++stats.cache_misses;
+}
+
+LinkResult LinkService::Impl::link(const LinkRequest &req) {
+  auto t0 = base::Clock::now();
+  LinkResult res;
+  auto finish = [&](std::optional<Error> err) {
+    res.error = std::move(err);
+    res.timings.total_ms = base::ms_since(t0);
+    count(res);
+    return std::move(res);
+  };
+  bool caching = cache && req.use_cache;
+  auto plan = plan_link(req, res.timings, /*digest_inputs=*/caching);
+  if (!plan)
+    return finish(plan.take_error());
+  report_plan(*plan, req, res);
+  auto outputs = reserve_outputs(req, *plan);
+  if (!outputs)
+    return finish(outputs.take_error());
+  if (auto err = caching ? link_cached(req, *plan, res) : run(req, *plan, res))
+    return finish(std::move(err));
+  auto t1 = base::Clock::now();
+  if (auto err = publish(*outputs, req, *plan, res))
+    return finish(std::move(err));
   res.timings.publish_ms = base::ms_since(t1);
   return finish(std::nullopt);
 }

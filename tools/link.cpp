@@ -37,16 +37,9 @@ struct Options {
   unsigned timeout_ms = 60000;
 };
 
-void add_options(CLI::App &app, Options &o) {
+// -L, -l, the sysroot and what lld is told as is.
+void add_library_options(CLI::App &app, Options &o) {
   LinkRequest &r = o.req;
-  app.add_option("inputs", o.inputs, "objects and archives")->type_name("INPUT");
-  app.add_option("-o,--output", r.output_path, "the artifact to write (written atomically)")->type_name("OUT");
-  app.add_option("--target", r.target, "target triple (default: the host); see `hotlink targets`")
-      ->type_name("TRIPLE");
-  app.add_flag("--json", o.json, "print the result (artifact, exports, diagnostics, timings) as JSON");
-  app.add_flag("-v,--verbose", o.verbose, "print lld's command line, the runtime and each step's time");
-  o.policy.add_to(app);
-
   const char *libs = "Libraries and runtime";
   app.add_option("-L", r.library_paths, "add a library search directory (repeatable)")
       ->allow_extra_args(false)->type_name("DIR")->group(libs);
@@ -64,6 +57,11 @@ void add_options(CLI::App &app, Options &o) {
   app.add_flag("--allow-undefined", o.allow_undefined, "allow undefined symbols (COFF, wasm)")->group(libs);
   app.add_flag("--no-undefined", o.no_undefined, "refuse undefined symbols (ELF, Mach-O)")->group(libs);
 
+}
+
+// The ELF family's options (LinkRequest::elf) and the runtime environment.
+void add_elf_options(CLI::App &app, Options &o) {
+  LinkRequest &r = o.req;
   const char *elf = "ELF";
   app.add_option("--soname", r.elf.soname, "the soname (default: OUT's file name)")->type_name("NAME")->group(elf);
   app.add_option("--version-script", r.elf.version_script,
@@ -87,6 +85,11 @@ void add_options(CLI::App &app, Options &o) {
                "same)")
       ->group(elf);
 
+}
+
+// The COFF family's options (LinkRequest::coff).
+void add_coff_options(CLI::App &app, Options &o) {
+  LinkRequest &r = o.req;
   const char *coff = "COFF";
   app.add_option("--def", r.coff.def_output, "also write the .def used for the DLL")->type_name("OUT.def")->group(coff);
   app.add_option("--implib", r.coff.implib_output, "also write the DLL's import library")
@@ -102,12 +105,21 @@ void add_options(CLI::App &app, Options &o) {
   app.add_option("--entry", r.coff.entry, "the executable's entry point")->type_name("NAME")->group(coff);
   app.add_flag("--no-support-objects", o.no_support_objects, "do not generate _fltused/__chkstk")->group(coff);
 
+}
+
+// Where and how the link runs.
+void add_run_options(CLI::App &app, Options &o) {
+  LinkRequest &r = o.req;
   const char *run = "How the link runs";
   app.add_flag("--isolated", o.isolated, "link in a worker process (hotlink-ld)")->group(run);
   app.add_option("--threads", r.threads, "lld threads (default 1)")->check(CLI::Range(1, 1024))->group(run);
   app.add_option("--timeout-ms", o.timeout_ms, "worker timeout (default 60000)")
       ->check(CLI::PositiveNumber)->group(run);
 
+}
+
+// The cache and its remote tier.
+void add_cache_options(CLI::App &app, Options &o) {
   const char *cache = "Cache";
   app.add_option("--cache", o.cache_dir,
                  "use (or create, 0700) the cache in DIR: a hit copies the stored artifact to OUT without "
@@ -143,6 +155,23 @@ void add_options(CLI::App &app, Options &o) {
   app.add_option("--remote-max-bytes", o.remote_max_bytes,
                  "larger entries are neither published nor read (default 64M)")
       ->type_name("N")->group(cache);
+}
+
+void add_options(CLI::App &app, Options &o) {
+  LinkRequest &r = o.req;
+  app.add_option("inputs", o.inputs, "objects and archives")->type_name("INPUT");
+  app.add_option("-o,--output", r.output_path, "the artifact to write (written atomically)")->type_name("OUT");
+  app.add_option("--target", r.target, "target triple (default: the host); see `hotlink targets`")
+      ->type_name("TRIPLE");
+  app.add_flag("--json", o.json, "print the result (artifact, exports, diagnostics, timings) as JSON");
+  app.add_flag("-v,--verbose", o.verbose, "print lld's command line, the runtime and each step's time");
+  o.policy.add_to(app);
+
+  add_library_options(app, o);
+  add_elf_options(app, o);
+  add_coff_options(app, o);
+  add_run_options(app, o);
+  add_cache_options(app, o);
 }
 
 // Checks what CLI11 cannot and completes the request; returns a usage
