@@ -76,6 +76,16 @@ Expected<TargetInfo> resolve_target(const std::string &spelled) {
   return info;
 }
 
+exports::Arch arch_of(const llvm::Triple &t) {
+  switch (t.getArch()) {
+  case llvm::Triple::x86_64: return exports::Arch::X86_64;
+  case llvm::Triple::x86: return exports::Arch::X86;
+  case llvm::Triple::aarch64: return exports::Arch::AArch64;
+  case llvm::Triple::wasm32: return exports::Arch::Wasm32;
+  default: return exports::Arch::Unknown;
+  }
+}
+
 std::string triple_for(exports::Format format, exports::Arch arch) {
   for (const Platform *p : platforms())
     for (const char *t : p->triples) {

@@ -173,6 +173,9 @@ const std::vector<const Platform *> &platforms();
 // triple and list the supported ones.
 Expected<TargetInfo> resolve_target(const std::string &triple);
 
+// The arch of a triple as hotlink names it (Unknown for any other).
+exports::Arch arch_of(const llvm::Triple &triple);
+
 // The triple an artifact of this format and arch is named by ("" when no
 // platform makes one).
 std::string triple_for(exports::Format format, exports::Arch arch);

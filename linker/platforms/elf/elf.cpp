@@ -270,13 +270,9 @@ private:
 };
 
 bool serves(const llvm::Triple &t, TargetInfo &info) {
-  if (!t.isOSLinux())
+  info.arch = arch_of(t);
+  if (!t.isOSLinux() || (info.arch != exports::Arch::X86_64 && info.arch != exports::Arch::AArch64))
     return false;
-  switch (t.getArch()) {
-  case llvm::Triple::x86_64: info.arch = exports::Arch::X86_64; break;
-  case llvm::Triple::aarch64: info.arch = exports::Arch::AArch64; break;
-  default: return false;
-  }
   info.format = exports::Format::ELF;
   info.flavor = "ld.lld";
   info.extension = ".so";

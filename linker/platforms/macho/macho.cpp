@@ -69,13 +69,9 @@ public:
 };
 
 bool serves(const llvm::Triple &t, TargetInfo &info) {
-  if (!t.isMacOSX())
+  info.arch = arch_of(t);
+  if (!t.isMacOSX() || (info.arch != exports::Arch::X86_64 && info.arch != exports::Arch::AArch64))
     return false;
-  switch (t.getArch()) {
-  case llvm::Triple::x86_64: info.arch = exports::Arch::X86_64; break;
-  case llvm::Triple::aarch64: info.arch = exports::Arch::AArch64; break;
-  default: return false;
-  }
   info.format = exports::Format::MachO;
   info.flavor = "ld64.lld";
   info.extension = ".dylib";

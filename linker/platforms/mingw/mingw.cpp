@@ -117,14 +117,10 @@ private:
 };
 
 bool serves(const llvm::Triple &t, TargetInfo &info) {
-  if (!t.isOSWindows() || !t.isWindowsGNUEnvironment())
+  info.arch = arch_of(t);
+  if (!t.isOSWindows() || !t.isWindowsGNUEnvironment() || info.arch == exports::Arch::Unknown ||
+      info.arch == exports::Arch::Wasm32)
     return false;
-  switch (t.getArch()) {
-  case llvm::Triple::x86_64: info.arch = exports::Arch::X86_64; break;
-  case llvm::Triple::x86: info.arch = exports::Arch::X86; break;
-  case llvm::Triple::aarch64: info.arch = exports::Arch::AArch64; break;
-  default: return false;
-  }
   info.format = exports::Format::COFF;
   info.flavor = "ld.lld"; // with -m i386pep: lld's MinGW driver
   info.extension = ".dll";

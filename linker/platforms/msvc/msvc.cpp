@@ -211,18 +211,10 @@ private:
   bool crt_entry_ = false; // -entry:_DllMainCRTStartup
 };
 
-exports::Arch coff_arch(const llvm::Triple &t) {
-  switch (t.getArch()) {
-  case llvm::Triple::x86_64: return exports::Arch::X86_64;
-  case llvm::Triple::x86: return exports::Arch::X86;
-  case llvm::Triple::aarch64: return exports::Arch::AArch64;
-  default: return exports::Arch::Unknown;
-  }
-}
-
 bool serves(const llvm::Triple &t, TargetInfo &info) {
-  info.arch = coff_arch(t);
-  if (!t.isOSWindows() || !t.isWindowsMSVCEnvironment() || info.arch == exports::Arch::Unknown)
+  info.arch = arch_of(t);
+  if (!t.isOSWindows() || !t.isWindowsMSVCEnvironment() || info.arch == exports::Arch::Unknown ||
+      info.arch == exports::Arch::Wasm32)
     return false;
   info.format = exports::Format::COFF;
   info.flavor = "lld-link";

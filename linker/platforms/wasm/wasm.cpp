@@ -48,9 +48,9 @@ public:
 };
 
 bool serves(const llvm::Triple &t, TargetInfo &info) {
-  if (t.getArch() != llvm::Triple::wasm32)
+  info.arch = arch_of(t);
+  if (info.arch != exports::Arch::Wasm32)
     return false;
-  info.arch = exports::Arch::Wasm32;
   info.format = exports::Format::Wasm;
   info.flavor = "wasm-ld";
   info.extension = ".wasm";
