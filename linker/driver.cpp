@@ -361,7 +361,7 @@ namespace {
 
 // Where a job's files live for lld, and how lld's output comes back.
 //
-// ELF links keep everything in memory: each file is a memfd lld opens as
+// In-memory links keep everything in memory: each file is a memfd lld opens as
 // /proc/self/fd/N, and the image goes to a pipe lld opens the same way. For
 // an output that is not a regular file, LLVM's FileOutputBuffer builds the
 // image in memory and writes it with one write() on commit (no temporary
@@ -369,22 +369,14 @@ namespace {
 // The pipe is raised to 1 MiB, so a small image waits in it until lld has
 // returned; the caller drains it while it waits, so a larger one never
 // blocks lld. Creating, writing and removing a scratch directory cost more
-// than the rest of a small link's overhead. (ld.lld embeds no input or
-// output path in an image; lld-link derives a DLL's name and its PDB paths
-// from them, so COFF, and Mach-O and wasm with it, keep the scratch
-// directory and take the image through a FIFO in it.)
+// than the rest of a small link's overhead. The platform says whether its
+// link may run so (Job::in_memory: ld.lld embeds no input or output path
+// in an ELF image; lld-link derives a DLL's name and its PDB paths from
+// them); the others keep the scratch directory and take the image through
+// a FIFO in it.
 class Materialized {
-  // ld.lld -m i386pep (arm64pe, i386pe): lld's MinGW driver, which runs
-  // lld-link and so needs the scratch directory as it does.
-  static bool pe(const Job &job) {
-    for (std::size_t i = 0; i + 1 < job.args.size(); ++i)
-      if (job.args[i].before == "-m" && llvm::StringRef(job.args[i + 1].before).contains("pe"))
-        return true;
-    return false;
-  }
-
 public:
-  explicit Materialized(const Job &job) : job_(job), in_memory_(job.flavor == "ld.lld" && !pe(job)) {}
+  explicit Materialized(const Job &job) : job_(job), in_memory_(job.in_memory) {}
   ~Materialized() {
     for (int fd : fds_)
       ::close(fd);

@@ -68,6 +68,10 @@ struct Job {
   std::string output_name; // lld's output, relative to the workdir
   std::string implib_name; // COFF import library to return, if any
   std::string pdb_name;    // COFF PDB to return, if any
+  // The platform's lld embeds no input or output path in the image, so
+  // the inputs may be memfds and the image may go to a pipe, with no
+  // scratch directory (driver.cpp).
+  bool in_memory = false;
   // Paths as lld will print them -> the names the user knows them by.
   std::vector<std::pair<std::string, std::string>> display_names;
 };

@@ -92,6 +92,7 @@ void head(PlanContext &ctx) {
   if (out_name.empty())
     out_name = "hotlink" + ctx.target().extension;
   job.output_name = out_name;
+  job.in_memory = ctx.plan.platform->links_in_memory();
   ctx.plan.platform->head(ctx, out_name);
 }
 

@@ -62,8 +62,8 @@ struct Reader {
 };
 
 // The last byte is the format's version: 2 added Job::input_bytes, 3 the
-// PDB (Job::pdb_name, JobOutput::pdb).
-constexpr std::uint64_t kJobMagic = 0x33626f6a6b6c6800ull;    // "\0hlkjob3"
+// PDB (Job::pdb_name, JobOutput::pdb), 4 Job::in_memory.
+constexpr std::uint64_t kJobMagic = 0x34626f6a6b6c6800ull;    // "\0hlkjob4"
 constexpr std::uint64_t kOutputMagic = 0x3274756f6b6c6800ull; // "\0hlkout2"
 
 } // namespace
@@ -87,6 +87,7 @@ std::string encode(const Job &job) {
   w.str(job.implib_name);
   w.str(job.pdb_name);
   w.num(job.input_bytes);
+  w.num(job.in_memory);
   return std::move(w.s);
 }
 
@@ -115,6 +116,7 @@ bool decode(const std::string &bytes, Job &job) {
   job.implib_name = r.str();
   job.pdb_name = r.str();
   job.input_bytes = r.num();
+  job.in_memory = r.num() != 0;
   return r.ok && r.pos == bytes.size();
 }
 

@@ -136,6 +136,8 @@ public:
   virtual Arg library_path(const std::string &dir) const { return plain("-L" + dir); }
   virtual std::vector<Arg> whole_archive_begin() const { return {plain("--whole-archive")}; }
   virtual std::vector<Arg> whole_archive_end() const { return {plain("--no-whole-archive")}; }
+  // Whether lld may read memfds and write a pipe (Job::in_memory).
+  virtual bool links_in_memory() const { return false; }
   // Whether archive inputs are linked whole under the all/none policies.
   virtual bool links_whole_archives() const { return true; }
   // Objects hotlink provides for symbols the target's CRT would.

@@ -170,6 +170,9 @@ public:
     return {"lib" + name + ".so", "lib" + name + ".a"};
   }
 
+  // ld.lld embeds no input or output path in an ELF image.
+  bool links_in_memory() const override { return true; }
+
   std::optional<Error> runtime_libraries(PlanContext &ctx) override {
     if (!env_)
       return std::nullopt;
