@@ -101,16 +101,19 @@ Expected<Verified> verify(const std::vector<std::uint8_t> &bytes, const std::str
                       v.info.kind == exports::FileKind::Object ? "is a relocatable object, not a shared object"
                                                                : "is not a shared object",
                       name, {}, "link it first (hotlink link)");
-  if (v.info.format != host_format())
+  bool for_host = options.format == exports::Format::Unknown;
+  exports::Format format = for_host ? host_format() : options.format;
+  exports::Arch arch = for_host ? host_arch() : options.arch;
+  if (v.info.format != format)
     return make_error(ErrorCode::FormatMismatch,
-                      std::string("is a ") + exports::to_string(v.info.format) + " image; this host loads " +
-                          exports::to_string(host_format()),
-                      name, {}, "link it for the host's target");
-  if (v.info.arch != host_arch())
+                      std::string("is a ") + exports::to_string(v.info.format) + " image; " +
+                          (for_host ? "this host loads " : "the target links ") + exports::to_string(format),
+                      name, {}, for_host ? "link it for the host's target" : "link it for that target");
+  if (v.info.arch != arch)
     return make_error(ErrorCode::ArchMismatch,
-                      std::string("is built for ") + exports::to_string(v.info.arch) + "; this host is " +
-                          exports::to_string(host_arch()),
-                      name, {}, "link it for the host's target");
+                      std::string("is built for ") + exports::to_string(v.info.arch) + "; " +
+                          (for_host ? "this host is " : "the target is ") + exports::to_string(arch),
+                      name, {}, for_host ? "link it for the host's target" : "link it for that target");
   for (const std::string &e : signed_exports)
     if (!std::binary_search(v.info.exports.begin(), v.info.exports.end(), e))
       return make_error(ErrorCode::MissingExport, "is signed as exporting it, but does not", name, e,
@@ -119,7 +122,7 @@ Expected<Verified> verify(const std::vector<std::uint8_t> &bytes, const std::str
     if (!std::binary_search(v.info.exports.begin(), v.info.exports.end(), e))
       return make_error(ErrorCode::MissingExport, "is not exported by the artifact", name, e,
                         "export it when linking (--export), or fix the expected list");
-  if (options.check_imports)
+  if (options.check_imports && for_host)
     if (auto u = unresolved_import(v.info.imports, v.info.needed)) {
       if (!u->library.empty())
         return make_error(ErrorCode::UnresolvedSymbol,

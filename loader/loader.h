@@ -49,6 +49,12 @@ struct VerifyOptions {
   // BadSignature, HashMismatch, MissingExport) before anything parses it.
   std::vector<signature::PublicKey> trusted_keys;
   std::string statement; // e.g. a cache manifest or a `hotlink sign` .sig file
+  // The format and arch the artifact must have; Unknown = this host's.
+  // For an artifact of another target (a DLL on the Linux host that linked
+  // it), nothing is resolved against this process (check_imports is not
+  // applied): linker/verify.h adds that target's own structural checks.
+  exports::Format format = exports::Format::Unknown;
+  exports::Arch arch = exports::Arch::Unknown;
 };
 
 struct Verified {

@@ -120,6 +120,41 @@ TEST(VerifyCli, AcceptsRefusesAndExplains) {
   EXPECT_EQ(test::run({bin, "verify", "/nonexistent.so"}).code, 2);
 }
 
+// A build host checks what it linked for other targets before shipping
+// it: format, arch and exports against --target, and for Mach-O what dyld
+// needs (a page whose bytes changed after signing is refused).
+TEST(VerifyCli, ChecksArtifactsForAnotherTarget) {
+  std::string bin = hotlink_bin();
+  std::string dll = test::temp_dir() + "/k.dll", dylib = test::temp_dir() + "/k.dylib";
+  std::string win = object_file("x86_64-pc-windows-msvc", "int f(int x) { return x + 1; }");
+  ASSERT_EQ(test::run({bin, "link", "--target", "x86_64-pc-windows-msvc", "--export", "f", "-o", dll, win}).code, 0);
+  std::string mac = object_file("arm64-apple-macos", "int f(int x) { return x + 1; }");
+  ASSERT_EQ(test::run({bin, "link", "--target", "arm64-apple-macos", "--export", "f", "-o", dylib, mac}).code, 0);
+
+  EXPECT_EQ(test::run({bin, "verify", dll, "--expect", "f"}).code, 1); // not this host's format
+  test::Run ok = test::run({bin, "verify", dll, "--target", "x86_64-pc-windows-msvc", "--expect", "f"});
+  EXPECT_EQ(ok.code, 0) << ok.err;
+  test::Run missing = test::run({bin, "verify", dll, "--target", "x86_64-pc-windows-msvc", "--expect", "g"});
+  EXPECT_EQ(missing.code, 1);
+  EXPECT_NE(missing.err.find("missing-export"), std::string::npos) << missing.err;
+  test::Run arch = test::run({bin, "verify", dll, "--target", "aarch64-pc-windows-msvc"});
+  EXPECT_EQ(arch.code, 1);
+  EXPECT_NE(arch.err.find("arch-mismatch"), std::string::npos) << arch.err;
+
+  EXPECT_EQ(test::run({bin, "verify", dylib, "--target", "arm64-apple-macos", "--expect", "_f"}).code, 0);
+  test::Bytes bytes = test::read_file(dylib);
+  ASSERT_GT(bytes.size(), 0x4000u);
+  bytes[0x4000 - 1] ^= 0xff; // inside the first signed page
+  std::string damaged = test::temp_dir() + "/damaged.dylib";
+  test::write_file(damaged, bytes);
+  test::Run refused = test::run({bin, "verify", damaged, "--target", "arm64-apple-macos"});
+  EXPECT_EQ(refused.code, 1);
+  EXPECT_NE(refused.err.find("LC_CODE_SIGNATURE"), std::string::npos) << refused.err;
+
+  EXPECT_EQ(test::run({bin, "verify", dll, "--target", "x86_64-pc-windows-msvc", "--load"}).code, 2);
+  EXPECT_EQ(test::run({bin, "verify", dll, "--target", "sparc-sun-solaris"}).code, 2);
+}
+
 TEST(VerifyCli, LoadReadsTheMetadataAndChecksTheAbi) {
   std::string so = test::temp_dir() + "/k.so";
   test::write_file(so, test::compile_so("x86_64-linux-gnu", kMetaKernel));

@@ -3,6 +3,7 @@
 #include "tools/cli.h"
 
 #include "loader/halide_abi.h"
+#include "linker/verify.h"
 #include "loader/loader.h"
 #include "trust/signature.h"
 
@@ -86,7 +87,7 @@ namespace halide_abi = hotlink::loader::halide_abi;
 // What `verify` reads from its command line.
 struct VerifyArgs {
   VerifyOptions opts;
-  std::string artifact, metadata, abi_spec, signature_path;
+  std::string artifact, metadata, abi_spec, signature_path, target;
   std::vector<std::string> trusted;
   bool load = false, json = false;
   ExpectedAbi abi;
@@ -113,6 +114,11 @@ void add_options(CLI::App &app, VerifyArgs &a) {
   app.add_option("--signature", a.signature_path,
                  "the signed statement (default: ARTIFACT.sig, as written by `hotlink sign`)")
       ->type_name("FILE");
+  app.add_option("--target", a.target,
+                 "the target ARTIFACT was linked for (default: this host); for another target its format and "
+                 "arch are checked instead of the host's, imports are not resolved, and its platform's checks "
+                 "follow (Mach-O: what dyld needs)")
+      ->type_name("TRIPLE");
   app.add_flag("--json", a.json, "print the result as JSON");
 }
 
@@ -131,6 +137,11 @@ std::string check_args(VerifyArgs &a) {
     return "--abi needs --load (the metadata is read from the mapped image)";
   if (!a.signature_path.empty() && a.opts.trusted_keys.empty())
     return "--signature needs --trusted-key (the keys whose signature counts)";
+  auto here = hotlink::loads_here(a.target);
+  if (!here)
+    return here.error().message + " (" + here.error().hint + ")";
+  if (a.load && !*here)
+    return "--load maps the artifact into this process: it needs an artifact for this host, not " + a.target;
   return {};
 }
 
@@ -231,8 +242,8 @@ int print_result(const VerifyArgs &a, llvm::json::Object out, const std::optiona
 int verify(int argc, char **argv) {
   Command cmd("verify", "hotlink verify ARTIFACT [options]",
               "Checks ARTIFACT the way the loader does before mapping it: a shared object of this\n"
-              "host's format and architecture, with the expected exports, the expected hash, and no\n"
-              "import this process cannot resolve.",
+              "host's format and architecture (or --target's), with the expected exports, the expected\n"
+              "hash, and no import this process cannot resolve (for this host).",
               "exit codes: 0 accepted, 1 refused (the reason is named), 2 bad usage.");
   VerifyArgs a;
   add_options(cmd.app, a);
@@ -252,7 +263,7 @@ int verify(int argc, char **argv) {
   auto bytes = hotlink::loader::read_artifact_file(a.artifact);
   std::optional<hotlink::Error> refusal = bytes ? read_statement(a) : bytes.error();
   if (!refusal) {
-    auto v = hotlink::loader::verify(bytes.value(), a.artifact, a.opts);
+    auto v = hotlink::verify_for_target(bytes.value(), a.artifact, a.target, a.opts);
     if (!v) {
       refusal = v.error();
     } else {

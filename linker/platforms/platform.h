@@ -166,6 +166,10 @@ struct Platform {
   // A small object for a first link that faults lld and the runtime
   // environment in (LinkService's warm-up), or empty where it has none.
   std::vector<std::uint8_t> (*warm_up_object)(const TargetInfo &target) = nullptr;
+  // What this platform's own loader would refuse in an artifact that this
+  // host cannot load, checked without loading it (linker/verify.h); null
+  // where the format and export checks of loader::verify are all there is.
+  std::optional<Error> (*check_artifact)(const std::vector<std::uint8_t> &bytes, const std::string &name) = nullptr;
 };
 
 // The table, in the order `hotlink targets` lists it.

@@ -1,0 +1,30 @@
+// Verifying an artifact for a target, on any host: what the loader checks
+// before it maps an artifact (loader/loader.h: format, arch, exports,
+// hashes, a signature), for this host or for another target, and for
+// another target the checks its platform's own loader would make without
+// loading anything (Mach-O: what dyld needs). A build host can so refuse a
+// Windows DLL or a macOS dylib it linked before shipping it.
+#pragma once
+
+#include "exports/error.h"
+#include "loader/loader.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace hotlink {
+
+// `target`: a triple of supported_targets() ("" = this host). For this
+// host's format and arch it is loader::verify; for another, its format and
+// arch replace the host's, imports are not resolved, and the target's
+// platform checks follow. Errors name the artifact (BadRequest naming
+// --target for an unknown triple).
+Expected<loader::Verified> verify_for_target(const std::vector<std::uint8_t> &bytes, const std::string &name,
+                                             const std::string &target, loader::VerifyOptions options = {});
+
+// Whether `target` ("" = this host) is linked to this host's format and
+// arch, so that its artifacts can be loaded here.
+Expected<bool> loads_here(const std::string &target);
+
+} // namespace hotlink
