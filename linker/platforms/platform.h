@@ -4,7 +4,7 @@
 // explicit PlanContext: it reads and checks the inputs and selects the
 // exports itself, and asks the target's platform for everything a compiler
 // driver would know about that target. A platform is a folder under
-// linker/platforms/ with one Platform row in the table (platforms.cpp); the
+// linker/platforms/ with one Platform row in the table (platform.cpp); the
 // link engine (service, driver, worker, wire) never names one.
 //
 // Contract:
