@@ -71,16 +71,22 @@ std::optional<FileError> write_file_atomically(const std::string &path, const vo
     ::flock(fd, LOCK_EX);
   bool ok = ::fchmod(fd, how.mode) == 0 && write_all(fd, data, size);
   int e = errno;
-  if (::close(fd) != 0 && ok) {
+  // A locked temporary stays locked (open) until it has its name: a
+  // pruner removes only temporaries nobody holds.
+  if (!how.lock && ::close(fd) != 0 && ok) {
     ok = false;
     e = errno;
   }
   if (!ok) {
+    if (how.lock)
+      ::close(fd);
     ::unlink(temp.c_str());
     return FileError{"cannot write", e, path};
   }
   int r = how.replace ? ::rename(temp.c_str(), path.c_str()) : ::link(temp.c_str(), path.c_str());
   e = errno;
+  if (how.lock)
+    ::close(fd);
   if (r != 0 || !how.replace)
     ::unlink(temp.c_str());
   if (r != 0)

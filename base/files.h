@@ -26,7 +26,7 @@ std::string unique_suffix();
 struct AtomicWrite {
   unsigned mode = 0600;   // the file's mode (fchmod'ed: the umask is not applied)
   bool replace = true;    // false: an existing path is never replaced (EEXIST)
-  bool lock = false;      // flock the temporary while it is written (the
+  bool lock = false;      // flock the temporary until it is renamed (the
                           // cache tells a live writer's temporaries by it)
 };
 

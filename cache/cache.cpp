@@ -2,10 +2,6 @@
 // then the remote tier (remote_tier.cpp), then the producer.
 #include "cache/store.h"
 
-#ifndef HOTLINK_VERSION
-#define HOTLINK_VERSION "unknown"
-#endif
-
 namespace hotlink::cache {
 
 Cache::Cache(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

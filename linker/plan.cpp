@@ -96,13 +96,10 @@ void head(PlanContext &ctx) {
   ctx.plan.platform->head(ctx, out_name);
 }
 
-// With `all` or `none` every member of an archive input goes in (an
-// archive never yields an empty artifact); with a list, the members that
-// define an export are pulled in by name.
+// Archives linked whole: when the policy takes every member and the
+// platform links archives so.
 bool whole_archives(const PlanContext &ctx) {
-  auto mode = ctx.request.exports.mode;
-  return (mode == exports::ExportPolicy::Mode::All || mode == exports::ExportPolicy::Mode::None) &&
-         ctx.plan.platform->links_whole_archives();
+  return ctx.policy_takes_whole_archives() && ctx.plan.platform->links_whole_archives();
 }
 
 // The inputs in order; in-memory ones (and rewritten archives) become
@@ -186,7 +183,7 @@ Expected<Plan> run(const LinkRequest &req, Timings &timings, bool digest) {
   HOTLINK_STEP(libraries(ctx));
   extra_flags(ctx);
   timings.prepare_ms = base::ms_since(t1);
-  return std::move(plan); // Expected(T) takes a copy of an lvalue
+  return plan;
 }
 
 #undef HOTLINK_STEP

@@ -136,6 +136,11 @@ std::vector<std::string> PlanContext::undefined_names() const {
   return out;
 }
 
+bool PlanContext::policy_takes_whole_archives() const {
+  auto mode = request.exports.mode;
+  return mode == exports::ExportPolicy::Mode::All || mode == exports::ExportPolicy::Mode::None;
+}
+
 void PlanContext::add_file(const std::string &name, const std::string &text) {
   plan.job.files.push_back(JobFile::own(name, std::vector<std::uint8_t>(text.begin(), text.end())));
 }

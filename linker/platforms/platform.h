@@ -82,6 +82,10 @@ struct PlanContext {
   // Whether the artifact gets an export list (a policy other than none, or
   // a platform's merged list).
   bool export_list = false;
+  // With `all` or `none` every member of an archive input goes in (an
+  // archive never yields an empty artifact); with a list, the members that
+  // define an export are pulled in by name.
+  bool policy_takes_whole_archives() const;
 
   const TargetInfo &target() const;
   Job &job();

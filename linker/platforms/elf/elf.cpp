@@ -152,9 +152,7 @@ public:
       plan.export_file = script.value();
       ctx.add_file("exports.ver", plan.export_file);
       a.push_back(in_dir("--version-script=", "exports.ver"));
-      auto mode = ctx.request.exports.mode;
-      bool whole = mode == exports::ExportPolicy::Mode::All || mode == exports::ExportPolicy::Mode::None;
-      if (ctx.any_archive && !whole)
+      if (ctx.any_archive && !ctx.policy_takes_whole_archives())
         for (const exports::Export &e : plan.exports)
           a.push_back(plain("--undefined=" + e.symbol));
     }

@@ -21,7 +21,7 @@ namespace {
 
 class MsvcLink final : public CoffLink {
 public:
-  MsvcLink() : CoffLink(/*mingw=*/false) {}
+  explicit MsvcLink(exports::Arch arch) : CoffLink(/*mingw=*/false), arch_(arch) {}
 
   std::optional<Error> check_request(const PlanContext &ctx) override {
     if (auto err = refuse_other_options(ctx, kCoffOptions | kExecutable))
@@ -113,8 +113,6 @@ public:
     return std::nullopt;
   }
 
-  std::vector<std::string> library_dirs(const PlanContext &ctx) const override { return ctx.request.library_paths; }
-
   std::string undefined_hint(const LinkRequest &req, const std::string &symbol) const override {
     exports::Arch arch = arch_;
     if (!req.sysroot.empty()) {
@@ -136,8 +134,6 @@ public:
                                                       (arch == exports::Arch::X86 ? "i686" : "x86-64") + "-dev") +
            ")";
   }
-
-  exports::Arch arch_ = exports::Arch::Unknown;
 
 private:
   // A DLL (MSVC ABI) needs an entry point that runs its static
@@ -206,6 +202,7 @@ private:
     }
   }
 
+  exports::Arch arch_;
   std::optional<WindowsLibraries> windows_;
   std::shared_ptr<const MsvcCxxRuntime> cxx_;
   bool crt_entry_ = false; // -entry:_DllMainCRTStartup
@@ -224,9 +221,7 @@ bool serves(const llvm::Triple &t, TargetInfo &info) {
 }
 
 std::unique_ptr<PlatformLink> start(const TargetInfo &target, const LinkRequest &) {
-  auto link = std::make_unique<MsvcLink>();
-  link->arch_ = target.arch;
-  return link;
+  return std::make_unique<MsvcLink>(target.arch);
 }
 
 } // namespace
