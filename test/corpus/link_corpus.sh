@@ -13,7 +13,7 @@ clangxx=${CLANGXX:-clang++-22}
 ar=${LLVM_AR:-llvm-ar-22}
 # clang stamps COFF objects for MSVC with the time unless told not to: the
 # fixtures (and so the cache keys) must be the same from run to run.
-export CCC_OVERRIDE_OPTIONS="+-mno-incremental-linker-compatible"
+export CCC_OVERRIDE_OPTIONS="# +-mno-incremental-linker-compatible" # "#": quietly
 work=${2:-$(mktemp -d)}
 mkdir -p "$work"
 cd "$work"
