@@ -15,7 +15,11 @@ mkdir -p "$artifacts"
 
 # LLVM's own out-of-bounds reads, seen only through ASan's interceptors,
 # are not hotlink's to fix here (asan.supp says why).
-export ASAN_OPTIONS="suppressions=$here/asan.supp${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+# detect_leaks=0 for ASan as well as libFuzzer: ASan's own leak check at
+# exit forks to stop the world, which fails with ENOMEM after a long run
+# (its shadow memory) and the fuzzer is then killed with no report at
+# all, which was counted as a crash in hotlink (CI, 2026-12-04).
+export ASAN_OPTIONS="suppressions=$here/asan.supp:detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
 
 # Where a finding is: the first stack frame of its report that is not the
 # sanitizer's or libFuzzer's runtime, the allocator or libc. In Debian's
@@ -37,6 +41,12 @@ run() {
     "$bin/$f" "$artifacts/$f-corpus" "$artifacts/seeds/$f" -max_total_time="$left" -timeout=10 \
         -rss_limit_mb=4096 -malloc_limit_mb=2048 -detect_leaks=0 -artifact_prefix="$artifacts/$f-" \
         -print_final_stats=1 > "$artifacts/$f.log" 2>&1 && return 0
+    # No sanitizer report and no libFuzzer verdict: the process was killed
+    # from outside (the OOM killer); not a finding in anyone's code.
+    if ! grep -qE '^==[0-9]+==ERROR|deadly signal|ERROR: libFuzzer' "$artifacts/$f.log"; then
+      echo "fuzz: $f was killed without a report ($(tail -1 "$artifacts/$f.log")); restarting"
+      continue
+    fi
     in_llvm "$artifacts/$f.log" || return 1
     cat "$artifacts/$f.log" >> "$artifacts/llvm-findings"
     echo "fuzz: $f: a finding inside LLVM's readers (recorded in $artifacts/llvm-findings); restarting"
