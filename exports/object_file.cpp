@@ -35,8 +35,22 @@ Arch arch_of(Triple::ArchType a) {
   case Triple::x86: return Arch::X86;
   case Triple::aarch64: return Arch::AArch64;
   case Triple::wasm32: return Arch::Wasm32;
+  case Triple::amdgcn: return Arch::AMDGCN;
   default: return Arch::Unknown;
   }
+}
+
+// Declared in symbols.h; beside the mapping it names.
+const char *to_string(Arch a) {
+  switch (a) {
+  case Arch::X86_64: return "x86_64";
+  case Arch::X86: return "i386";
+  case Arch::AArch64: return "aarch64";
+  case Arch::Wasm32: return "wasm32";
+  case Arch::AMDGCN: return "amdgcn";
+  case Arch::Unknown: break;
+  }
+  return "unknown";
 }
 
 Arch arch_of_coff_machine(uint16_t m) {

@@ -41,17 +41,6 @@ const char *to_string(Format f) {
   return "unknown";
 }
 
-const char *to_string(Arch a) {
-  switch (a) {
-  case Arch::X86_64: return "x86_64";
-  case Arch::X86: return "i386";
-  case Arch::AArch64: return "aarch64";
-  case Arch::Wasm32: return "wasm32";
-  case Arch::Unknown: break;
-  }
-  return "unknown";
-}
-
 namespace {
 
 struct SectionProps {

@@ -15,7 +15,7 @@
 namespace hotlink::exports {
 
 enum class Format { Unknown, ELF, COFF, MachO, Wasm };
-enum class Arch { Unknown, X86_64, X86, AArch64, Wasm32 };
+enum class Arch { Unknown, X86_64, X86, AArch64, Wasm32, AMDGCN };
 enum class FileKind { Object, Archive, SharedObject, Executable, Other };
 
 const char *to_string(Format f);

@@ -144,7 +144,8 @@ std::vector<Diagnostic> parse_diagnostics(const Job &job,
   out = std::move(unique);
   for (Diagnostic &d : out) {
     for (const char *marker :
-         {"undefined symbol: ", "duplicate symbol: ", "symbol not found: "}) {
+         {"undefined symbol: ", "undefined hidden symbol: ", "undefined protected symbol: ", "duplicate symbol: ",
+          "symbol not found: "}) {
       std::string s = after(d.message, marker);
       if (!s.empty()) {
         // lld-link names an __imp_ reference by its meaning.

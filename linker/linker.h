@@ -130,6 +130,25 @@ struct CoffOptions {
   bool support_objects = true; // generate _fltused/__chkstk without a CRT
 };
 
+// GPU device code objects: where the device libraries come from.
+// Auto: when the inputs leave a symbol undefined (a kernel calling
+// __ocml_sin_f32), the device libraries clang's ROCm toolchain links for
+// the processor (ocml, ockl, the oclc_* controls), from `device_libs_dir`
+// or the installed ones (Debian's rocm-device-libs, /opt/rocm), linked
+// lazily through LTO so only what is referenced is compiled in. None:
+// never (an undefined symbol is then an error naming it).
+enum class DeviceLibs { Auto, None };
+
+// Options only GPU device links read (amdgcn-amd-amdhsa).
+struct GpuOptions {
+  // The processor, as an AMD target ID: "gfx90a", "gfx90a:xnack+",
+  // "gfx90a:sramecc-:xnack+". Required. A feature left out means the code
+  // object runs with either setting, so every input must allow both.
+  std::string processor;
+  DeviceLibs device_libs = DeviceLibs::Auto;
+  std::string device_libs_dir; // the bitcode folder; empty = the installed one
+};
+
 struct LinkRequest {
   std::string target;                 // LLVM triple; empty = the host
   std::vector<Input> inputs;
@@ -164,6 +183,7 @@ struct LinkRequest {
   // family that are set (BadRequest naming the flag).
   ElfOptions elf;
   CoffOptions coff;
+  GpuOptions gpu;
 };
 
 enum class Severity { Note, Warning, Error };

@@ -17,6 +17,11 @@ void SavedLLVMOptions::save() {
 }
 
 void SavedLLVMOptions::restore() {
+  // What lld itself set (-plugin-opt=mcpu=..., -mllvm, an AMDGPU link's
+  // -amdhsa-code-object-version) goes back to its default first: left
+  // set, it would count as the host's at the next link, be taken out of
+  // the registry and refused there as unknown.
+  cl::ResetAllOptionOccurrences();
   for (void *p : held_)
     static_cast<cl::Option *>(p)->addArgument();
   held_.clear();

@@ -67,18 +67,9 @@ std::optional<Error> check_request(PlanContext &ctx) {
 
 // --- 2. Exports ----------------------------------------------------------------
 
-std::optional<Error> select_exports(PlanContext &ctx) {
+// Whether the artifact gets an export list (the platform selects it).
+void export_list(PlanContext &ctx) {
   ctx.export_list = ctx.request.exports.mode != exports::ExportPolicy::Mode::None;
-  if (!ctx.export_list)
-    return std::nullopt;
-  const TargetInfo &tgt = ctx.target();
-  auto chosen = ctx.with_infos([&](const std::vector<exports::ObjectInfo> &all) {
-    return exports::select_exports(all, tgt.format, tgt.arch, ctx.request.exports);
-  });
-  if (!chosen)
-    return chosen.take_error();
-  ctx.plan.exports = std::move(chosen.value());
-  return std::nullopt;
 }
 
 // --- 3. lld's arguments --------------------------------------------------------
@@ -169,9 +160,11 @@ Expected<Plan> run(const LinkRequest &req, Timings &timings, bool digest) {
   HOTLINK_STEP(check_request(ctx));
   HOTLINK_STEP(read_inputs(ctx));
   HOTLINK_STEP(check_inputs(ctx));
-  HOTLINK_STEP(exclude_members(ctx));
-  HOTLINK_STEP(select_exports(ctx));
   PlatformLink &platform = *plan.platform;
+  HOTLINK_STEP(platform.check_inputs(ctx));
+  HOTLINK_STEP(exclude_members(ctx));
+  export_list(ctx);
+  HOTLINK_STEP(platform.select_exports(ctx));
   HOTLINK_STEP(platform.merge_exports(ctx));
   HOTLINK_STEP(platform.environment(ctx));
   timings.validate_ms = base::ms_since(t0);

@@ -4,6 +4,24 @@
 
 namespace hotlink {
 
+Expected<ArtifactDescription> describe_artifact(const std::vector<std::uint8_t> &bytes, const std::string &name) {
+  exports::Format format;
+  exports::Arch arch;
+  if (auto art = exports::read_artifact(bytes.data(), bytes.size(), name)) {
+    format = art->format;
+    arch = art->arch;
+  } else if (auto obj = exports::read_object(bytes.data(), bytes.size(), name)) {
+    format = obj->format;
+    arch = obj->arch;
+  } else {
+    return obj.take_error();
+  }
+  auto t = detail::resolve_target(triple_for(format, arch));
+  if (!t || !t->platform->describe)
+    return ArtifactDescription{};
+  return t->platform->describe(bytes, name);
+}
+
 Expected<bool> loads_here(const std::string &target) {
   auto host = detail::resolve_target("");
   auto t = detail::resolve_target(target);
@@ -20,13 +38,16 @@ Expected<loader::Verified> verify_for_target(const std::vector<std::uint8_t> &by
   if (*here)
     return loader::verify(bytes, name, options);
   auto t = detail::resolve_target(target);
+  if (!options.processor.empty() && !t->platform->processor)
+    return make_error(ErrorCode::BadRequest, "a processor is for GPU device targets, not " + t->triple, name,
+                      "--mcpu", "drop --mcpu, or verify for --target amdgcn-amd-amdhsa");
   options.format = t->format;
   options.arch = t->arch;
   auto v = loader::verify(bytes, name, options);
   if (!v)
     return v;
   if (t->platform->check_artifact)
-    if (auto err = t->platform->check_artifact(bytes, name))
+    if (auto err = t->platform->check_artifact(bytes, name, options))
       return std::move(*err);
   return v;
 }

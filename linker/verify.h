@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace hotlink {
@@ -22,6 +23,25 @@ namespace hotlink {
 // --target for an unknown triple).
 Expected<loader::Verified> verify_for_target(const std::vector<std::uint8_t> &bytes, const std::string &name,
                                              const std::string &target, loader::VerifyOptions options = {});
+
+// What an artifact's own metadata says of it and of each entry point, in
+// the metadata's order (a GPU code object: "target_id" = "gfx90a",
+// "code_object_version" = "4"; each kernel's "kernarg_segment_size" =
+// "20", ...).
+struct ExportDetails {
+  std::string name;
+  std::vector<std::pair<std::string, std::string>> properties;
+};
+struct ArtifactDescription {
+  std::vector<std::pair<std::string, std::string>> properties;
+  std::vector<ExportDetails> exports;
+};
+
+// What an artifact or object says of itself (amdgcn code objects and
+// objects: the header's target ID and code object version, and each
+// kernel of the NT_AMDGPU_METADATA note); empty for formats that describe
+// nothing. Errors name the input.
+Expected<ArtifactDescription> describe_artifact(const std::vector<std::uint8_t> &bytes, const std::string &name);
 
 // Whether `target` ("" = this host) is linked to this host's format and
 // arch, so that its artifacts can be loaded here.

@@ -55,6 +55,10 @@ struct VerifyOptions {
   // applied): linker/verify.h adds that target's own structural checks.
   exports::Format format = exports::Format::Unknown;
   exports::Arch arch = exports::Arch::Unknown;
+  // For targets whose artifacts are built for one processor (a GPU code
+  // object: an AMD target ID such as "gfx90a:xnack+"): the processor the
+  // artifact must run on. Checked by linker/verify.h's verify_for_target.
+  std::string processor;
 };
 
 struct Verified {

@@ -28,7 +28,7 @@ struct Options {
   std::vector<std::string> inputs;
   bool json = false, verbose = false, isolated = false, allow_undefined = false, no_undefined = false;
   bool no_support_objects = false, no_default_libs = false, no_runtime_stubs = false, no_symbolic = false;
-  std::string cxx_runtime = "auto", windows_crt;
+  std::string cxx_runtime = "auto", windows_crt, device_libs;
   // The cache and its remote tier.
   std::string cache_dir, cache_max_bytes, sign_key, remote_url, remote_max_bytes;
   std::vector<std::string> trusted_keys;
@@ -107,6 +107,19 @@ void add_coff_options(CLI::App &app, Options &o) {
 
 }
 
+// GPU device targets' options (LinkRequest::gpu).
+void add_gpu_options(CLI::App &app, Options &o) {
+  LinkRequest &r = o.req;
+  const char *gpu = "GPU code objects (amdgcn-amd-amdhsa)";
+  app.add_option("--mcpu", r.gpu.processor,
+                 "the processor as an AMD target ID: gfx90a, gfx90a:xnack+, gfx1030 (required)")
+      ->type_name("ID")->group(gpu);
+  app.add_option("--device-libs", o.device_libs,
+                 "auto (default: ocml, ockl and oclc_* when something is left undefined), none, or the bitcode "
+                 "folder DIR to take them from")
+      ->type_name("auto|none|DIR")->group(gpu);
+}
+
 // Where and how the link runs.
 void add_run_options(CLI::App &app, Options &o) {
   LinkRequest &r = o.req;
@@ -170,6 +183,7 @@ void add_options(CLI::App &app, Options &o) {
   add_library_options(app, o);
   add_elf_options(app, o);
   add_coff_options(app, o);
+  add_gpu_options(app, o);
   add_run_options(app, o);
   add_cache_options(app, o);
 }
@@ -194,6 +208,8 @@ std::optional<std::string> complete(Options &o) {
   if (o.windows_crt == "ucrt") r.coff.windows_crt = WindowsCrt::Ucrt;
   else if (o.windows_crt == "msvcrt") r.coff.windows_crt = WindowsCrt::Msvcrt;
   else if (!o.windows_crt.empty()) return "--windows-crt takes ucrt or msvcrt, not '" + o.windows_crt + "'";
+  if (o.device_libs == "none") r.gpu.device_libs = DeviceLibs::None;
+  else if (!o.device_libs.empty() && o.device_libs != "auto") r.gpu.device_libs_dir = o.device_libs;
   if (o.isolated) r.execution = Execution::Isolated;
   if (o.allow_undefined) r.undefined = Undefined::Allow;
   if (o.no_undefined) r.undefined = Undefined::Error;

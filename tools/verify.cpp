@@ -91,6 +91,7 @@ struct VerifyArgs {
   std::vector<std::string> trusted;
   bool load = false, json = false;
   ExpectedAbi abi;
+  hotlink::ArtifactDescription description; // what the artifact says of itself
 };
 
 void add_options(CLI::App &app, VerifyArgs &a) {
@@ -119,7 +120,43 @@ void add_options(CLI::App &app, VerifyArgs &a) {
                  "arch are checked instead of the host's, imports are not resolved, and its platform's checks "
                  "follow (Mach-O: what dyld needs)")
       ->type_name("TRIPLE");
+  app.add_option("--mcpu", a.opts.processor,
+                 "GPU code objects: the AMD target ID it must run as (gfx90a, gfx90a:xnack+); the target "
+                 "defaults to the artifact's")
+      ->type_name("ID");
   app.add_flag("--json", a.json, "print the result as JSON");
+}
+
+// What the artifact says of itself (a code object's target ID, version and
+// kernels), into the JSON result; nothing for formats that say nothing.
+void add_description(VerifyArgs &a, const std::vector<std::uint8_t> &bytes, llvm::json::Object &out) {
+  auto d = hotlink::describe_artifact(bytes, a.artifact);
+  if (!d || (d->properties.empty() && d->exports.empty()))
+    return;
+  a.description = *d;
+  llvm::json::Object props;
+  for (const auto &[k, v] : d->properties)
+    props[k] = v;
+  llvm::json::Array entries;
+  for (const hotlink::ExportDetails &e : d->exports) {
+    llvm::json::Object o{{"name", e.name}};
+    for (const auto &[k, v] : e.properties)
+      o[k] = v;
+    entries.push_back(std::move(o));
+  }
+  out["properties"] = std::move(props);
+  out["entry_points"] = std::move(entries);
+}
+
+void print_description(const hotlink::ArtifactDescription &d) {
+  for (const auto &[k, v] : d.properties)
+    std::printf("  %s: %s\n", k.c_str(), v.c_str());
+  for (const hotlink::ExportDetails &e : d.exports) {
+    std::printf("  kernel %s:", e.name.c_str());
+    for (const auto &[k, v] : e.properties)
+      std::printf(" %s=%s", k.c_str(), v.c_str());
+    std::printf("\n");
+  }
 }
 
 // What is wrong with the arguments, or empty.
@@ -229,6 +266,7 @@ int print_result(const VerifyArgs &a, llvm::json::Object out, const std::optiona
   } else {
     std::printf("accepted %s (%zu exports%s%s)\n", a.artifact.c_str(), exports_list.size(),
                 a.load ? ", loaded" : "", a.opts.trusted_keys.empty() ? "" : ", signed by a trusted key");
+    print_description(a.description);
     if (const llvm::json::Array *m = out.getArray("metadata"))
       print_metadata_text(*m);
   }
@@ -262,6 +300,9 @@ int verify(int argc, char **argv) {
   llvm::json::Array metas;
   auto bytes = hotlink::loader::read_artifact_file(a.artifact);
   std::optional<hotlink::Error> refusal = bytes ? read_statement(a) : bytes.error();
+  if (!refusal && a.target.empty() && !a.opts.processor.empty())
+    if (auto art = hotlink::exports::read_artifact(bytes->data(), bytes->size(), a.artifact))
+      a.target = hotlink::triple_for(art->format, art->arch); // a GPU code object names its target
   if (!refusal) {
     auto v = hotlink::verify_for_target(bytes.value(), a.artifact, a.target, a.opts);
     if (!v) {
@@ -272,6 +313,7 @@ int verify(int argc, char **argv) {
         out["signer"] = v->signer;
       out["sha256"] = v->sha256.empty() ? hotlink::loader::sha256_hex(bytes.value()) : v->sha256;
       out["blake3"] = v->blake3.empty() ? hotlink::loader::blake3_hex(bytes.value()) : v->blake3;
+      add_description(a, bytes.value(), out);
       std::string usage;
       if (a.load)
         refusal = load_and_report(a, bytes.value(), exports_list, metas, usage);

@@ -2,6 +2,7 @@
 // queries and the default -l lookup.
 #include "linker/platforms/platform.h"
 
+#include "exports/object_file.h"
 #include "linker/plan.h"
 #include "linker/platforms/table.h"
 
@@ -32,7 +33,7 @@ namespace detail {
 
 const std::vector<const Platform *> &platforms() {
   static const std::vector<const Platform *> table = {&elf_platform(), &msvc_platform(), &mingw_platform(),
-                                                      &macho_platform(), &wasm_platform()};
+                                                      &macho_platform(), &wasm_platform(), &amdgpu_platform()};
   return table;
 }
 
@@ -76,15 +77,7 @@ Expected<TargetInfo> resolve_target(const std::string &spelled) {
   return info;
 }
 
-exports::Arch arch_of(const llvm::Triple &t) {
-  switch (t.getArch()) {
-  case llvm::Triple::x86_64: return exports::Arch::X86_64;
-  case llvm::Triple::x86: return exports::Arch::X86;
-  case llvm::Triple::aarch64: return exports::Arch::AArch64;
-  case llvm::Triple::wasm32: return exports::Arch::Wasm32;
-  default: return exports::Arch::Unknown;
-  }
-}
+exports::Arch arch_of(const llvm::Triple &t) { return exports::arch_of(t.getArch()); }
 
 std::string triple_for(exports::Format format, exports::Arch arch) {
   for (const Platform *p : platforms())
@@ -162,6 +155,21 @@ std::string find_library_file(const std::vector<std::string> &dirs, const std::v
   return {};
 }
 
+std::optional<Error> select_policy_exports(PlanContext &ctx) {
+  if (!ctx.export_list)
+    return std::nullopt;
+  const TargetInfo &tgt = ctx.target();
+  auto chosen = ctx.with_infos([&](const std::vector<exports::ObjectInfo> &all) {
+    return exports::select_exports(all, tgt.format, tgt.arch, ctx.request.exports);
+  });
+  if (!chosen)
+    return chosen.take_error();
+  ctx.plan.exports = std::move(chosen.value());
+  return std::nullopt;
+}
+
+std::optional<Error> PlatformLink::select_exports(PlanContext &ctx) { return select_policy_exports(ctx); }
+
 std::vector<std::string> PlatformLink::library_files(const std::string &name) const {
   return {"lib" + name + ".a"};
 }
@@ -213,6 +221,13 @@ std::optional<Error> refuse_other_options(const PlanContext &ctx, unsigned accep
       if (set)
         return not_for_platform(flag, std::string(flag) + " is for ELF and -w64-mingw32 targets", triple,
                                 "drop the option, or link for a -linux-gnu target");
+  if (!(accepted & kGpuOptions))
+    for (const auto &[set, flag] : {std::pair{!req.gpu.processor.empty(), "--mcpu"},
+                                    std::pair{req.gpu.device_libs != DeviceLibs::Auto || !req.gpu.device_libs_dir.empty(),
+                                              "--device-libs"}})
+      if (set)
+        return not_for_platform(flag, std::string(flag) + " is for GPU device targets", triple,
+                                "drop the option, or link for amdgcn-amd-amdhsa");
   if (req.coff.executable && !(accepted & kExecutable))
     return ctx.target().format == exports::Format::COFF
                ? not_for_platform("--exe", "executables are linked for -windows-msvc targets only", triple,

@@ -23,6 +23,8 @@
 #include "exports/symbols.h"
 #include "linker/job.h"
 #include "linker/linker.h"
+#include "linker/verify.h"
+#include "loader/loader.h"
 
 #include "llvm/Support/MemoryBuffer.h"
 
@@ -126,7 +128,13 @@ public:
   // The request's options: refuse those this platform has no use for,
   // naming the flag.
   virtual std::optional<Error> check_request(const PlanContext &) = 0;
-  // After the inputs are read and the policy's exports selected: lists the
+  // After the inputs are read and checked against the target's format and
+  // arch: what this platform requires of them besides.
+  virtual std::optional<Error> check_inputs(PlanContext &) { return std::nullopt; }
+  // The exports: by default the request's policy over the inputs' symbols
+  // (select_policy_exports).
+  virtual std::optional<Error> select_exports(PlanContext &ctx);
+  // After the exports are selected: lists the
   // platform merges in (a COFF .def, an ELF version script).
   virtual std::optional<Error> merge_exports(PlanContext &) { return std::nullopt; }
   // What a compiler driver adds to the link for this target (startup
@@ -173,8 +181,19 @@ struct Platform {
   // What this platform's own loader would refuse in an artifact that this
   // host cannot load, checked without loading it (linker/verify.h); null
   // where the format and export checks of loader::verify are all there is.
-  std::optional<Error> (*check_artifact)(const std::vector<std::uint8_t> &bytes, const std::string &name) = nullptr;
+  std::optional<Error> (*check_artifact)(const std::vector<std::uint8_t> &bytes, const std::string &name,
+                                         const loader::VerifyOptions &options) = nullptr;
+  // What the artifact's (or an object's) own metadata says of each entry
+  // point (a GPU kernel's resources), or null where a format has none.
+  Expected<ArtifactDescription> (*describe)(const std::vector<std::uint8_t> &bytes,
+                                            const std::string &name) = nullptr;
+  // Whether its artifacts are built for one processor (GpuOptions::processor,
+  // VerifyOptions::processor: --mcpu); other platforms refuse one.
+  bool processor = false;
 };
+
+// The exports of the request's policy (the default select_exports step).
+std::optional<Error> select_policy_exports(PlanContext &ctx);
 
 // The table, in the order `hotlink targets` lists it.
 const std::vector<const Platform *> &platforms();
@@ -204,6 +223,7 @@ enum AcceptedOptions : unsigned {
   kElfOptions = 2,    // soname, version script
   kDriverRuntime = 4, // --no-default-libs, --cxx-runtime
   kExecutable = 8,    // --exe
+  kGpuOptions = 16,   // --mcpu, --device-libs
 };
 // Refuses, naming the flag, any family option the platform does not take.
 std::optional<Error> refuse_other_options(const PlanContext &ctx, unsigned accepted);

@@ -11,5 +11,6 @@ const Platform &msvc_platform();  // msvc/: Windows, MSVC ABI
 const Platform &mingw_platform(); // mingw/: Windows, GNU ABI (mingw-w64)
 const Platform &macho_platform(); // macho/: macOS dylibs without an SDK
 const Platform &wasm_platform();  // wasm/: wasm32 modules
+const Platform &amdgpu_platform(); // amdgpu/: GPU code objects for the HSA runtime
 
 } // namespace hotlink::detail

@@ -11,7 +11,7 @@ out=$(cd "$1" && pwd)   # absolute: the script works in a scratch directory
 hotlink=$(cd "$(dirname "$2")" && pwd)/$(basename "$2")
 clang=${CLANG:-clang-22}
 ar=${LLVM_AR:-llvm-ar-22}
-mkdir -p "$out"/{fuzz_objects,fuzz_verify,fuzz_def,fuzz_writers}
+mkdir -p "$out"/{fuzz_objects,fuzz_verify,fuzz_def,fuzz_writers,fuzz_code_object}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"
@@ -64,6 +64,24 @@ for t in x86_64-linux-gnu aarch64-linux-gnu x86_64-pc-windows-msvc i686-pc-windo
 done
 $clang --target=x86_64-pc-windows-msvc -O1 -Wa,-mbig-obj -c kernel.c -o bigobj.o
 cp bigobj.o "$out/fuzz_objects/x86_64-bigobj.obj"
+
+# AMDGPU objects and code objects (v4 and v5; wave64 and wave32), one
+# with a kernel using LDS.
+cat > device.c <<'C'
+__attribute__((device_kernel)) void add(float *a, const float *b, int n) {
+  __attribute__((address_space(3))) static float tile[64];
+  int i = __builtin_amdgcn_workitem_id_x();
+  tile[i & 63] = b[i];
+  if (i < n) a[i] += tile[63 - (i & 63)];
+}
+C
+for cpu in gfx90a:4 gfx1030:5; do
+  $clang --target=amdgcn-amd-amdhsa -mcpu=${cpu%:*} -nogpulib -mcode-object-version=${cpu#*:} -O2 -c device.c \
+    -o device-${cpu%:*}.o
+  "$hotlink" link --target amdgcn-amd-amdhsa --mcpu ${cpu%:*} -o device-${cpu%:*}.hsaco device-${cpu%:*}.o >/dev/null
+  cp device-${cpu%:*}.o device-${cpu%:*}.hsaco "$out/fuzz_code_object/"
+  cp device-${cpu%:*}.o "$out/fuzz_objects/"
+done
 
 # A signed statement, as `hotlink sign` writes and a remote cache serves.
 "$hotlink" keygen -o key >/dev/null

@@ -54,11 +54,12 @@ run() {
 }
 
 status=0
-for pair in "fuzz_objects fuzz_verify" "fuzz_def fuzz_writers"; do
-  set -- $pair
-  run "$1" & a=$!
-  run "$2" & b=$!
-  for f in "$1:$a" "$2:$b"; do
+for pair in "fuzz_objects fuzz_verify" "fuzz_def fuzz_writers" "fuzz_code_object"; do
+  jobs=()
+  for name in $pair; do
+    run "$name" & jobs+=("$name:$!")
+  done
+  for f in "${jobs[@]}"; do
     name=${f%%:*}
     if wait "${f##*:}"; then
       runs=$(grep -o 'stat::number_of_executed_units: [0-9]*' "$artifacts/$name.log" | tail -1 | grep -o '[0-9]*$')

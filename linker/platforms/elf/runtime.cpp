@@ -2,17 +2,11 @@
 // line, hotlink resolves it to files once, and each link gets interface
 // stubs of its shared libraries (see runtime.h).
 #include "linker/platforms/elf/runtime.h"
+#include "linker/platforms/clang_driver.h"
 #include "base/clock.h"
 
 #include "exports/symbols.h"
 
-#include "clang/Basic/Diagnostic.h"
-#include "clang/Basic/DiagnosticOptions.h"
-#include "clang/Driver/Compilation.h"
-#include "clang/Driver/Driver.h"
-#include "clang/Driver/Job.h"
-#include "clang/Driver/Tool.h"
-#include "clang/Frontend/TextDiagnosticPrinter.h"
 #include "llvm/BinaryFormat/ELF.h"
 #include "llvm/BinaryFormat/Magic.h"
 #include "llvm/Object/Archive.h"
@@ -33,9 +27,6 @@
 #include <sys/stat.h>
 #include <tuple>
 
-#ifndef HOTLINK_CLANG_EXECUTABLE
-#define HOTLINK_CLANG_EXECUTABLE "/usr/lib/llvm-22/bin/clang"
-#endif
 
 namespace hotlink::detail {
 
@@ -67,15 +58,6 @@ constexpr const char *kPlaceholder = "hotlink-inputs.o";
 
 Expected<DriverLine> driver_link_line(const TargetInfo &target, const std::string &sysroot,
                                       CxxLibrary cxx) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  clang::DiagnosticOptions options;
-  auto *printer = new clang::TextDiagnosticPrinter(os, options);
-  clang::DiagnosticsEngine diags(llvm::makeIntrusiveRefCnt<clang::DiagnosticIDs>(), options,
-                                 printer);
-  clang::driver::Driver driver(HOTLINK_CLANG_EXECUTABLE, target.triple, diags, "hotlink",
-                               llvm::vfs::getRealFileSystem());
-  driver.setCheckInputsExist(false);
   std::vector<std::string> args = {"clang", "--target=" + target.triple, "-shared",
                                    "-fuse-ld=lld"};
   if (!sysroot.empty())
@@ -86,31 +68,27 @@ Expected<DriverLine> driver_link_line(const TargetInfo &target, const std::strin
   case CxxLibrary::Libcxx: args.push_back("--driver-mode=g++"); args.push_back("-stdlib=libc++"); break;
   }
   args.push_back(kPlaceholder);
-  std::vector<const char *> argv;
-  for (const std::string &a : args)
-    argv.push_back(a.c_str());
-  std::unique_ptr<clang::driver::Compilation> c(driver.BuildCompilation(argv));
-  os.flush();
-  if (!c || diags.hasErrorOccurred())
-    return make_error(ErrorCode::BadRequest,
-                      "clang's driver cannot make a link line for " + target.triple + ": " + text,
-                      {}, "--target", "check the target and --sysroot");
-  for (const clang::driver::Command &job : c->getJobs()) {
-    if (!job.getCreator().isLinkJob())
+  auto jobs = driver_jobs(target.triple, args, "--target", "check the target and --sysroot");
+  if (!jobs) {
+    Error e = jobs.take_error();
+    e.message = "cannot make a link line for " + target.triple + ": " + e.message;
+    return e;
+  }
+  for (const DriverJob &job : *jobs) {
+    if (!job.link)
       continue;
     DriverLine line;
-    const auto &a = job.getArguments();
+    const auto &a = job.args;
     for (std::size_t i = 0; i < a.size(); ++i) {
-      StringRef arg(a[i]);
-      if (arg == "-o" && i + 1 < a.size()) {
+      if (a[i] == "-o" && i + 1 < a.size()) {
         ++i; // lld writes where hotlink says
         continue;
       }
-      if (arg == kPlaceholder) {
+      if (a[i] == kPlaceholder) {
         line.input_position = line.args.size();
         continue;
       }
-      line.args.push_back(arg.str());
+      line.args.push_back(a[i]);
     }
     return line;
   }

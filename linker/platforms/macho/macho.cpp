@@ -84,7 +84,8 @@ std::unique_ptr<PlatformLink> start(const TargetInfo &, const LinkRequest &) { r
 // What dyld needs (loader/structure.h): an MH_DYLIB with its install
 // name, build version, a way to bind its imports, and on arm64 an ad-hoc
 // code signature whose page hashes match.
-std::optional<Error> check_artifact(const std::vector<std::uint8_t> &bytes, const std::string &name) {
+std::optional<Error> check_artifact(const std::vector<std::uint8_t> &bytes, const std::string &name,
+                                    const loader::VerifyOptions &) {
   auto s = loader::check_macho_dylib(bytes, name);
   if (!s)
     return s.take_error();

@@ -1,0 +1,103 @@
+#include "linker/platforms/amdgpu/device_libs.h"
+
+#include "linker/platforms/clang_driver.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/Triple.h"
+
+#include <map>
+#include <mutex>
+#include <tuple>
+
+namespace hotlink::detail::amdgpu {
+
+namespace {
+
+constexpr const char *kPlaceholder = "hotlink-device.o";
+
+// Debian's rocm-device-libs: /usr/lib/<multiarch>/amdgcn/bitcode, which
+// clang's ROCm detection (it looks for a ROCm tree) does not find alone.
+std::string debian_device_libs() {
+  llvm::Triple host(llvm::sys::getDefaultTargetTriple());
+  std::string dir = "/usr/lib/" + host.getArchName().str() + "-linux-gnu/amdgcn/bitcode";
+  return llvm::sys::fs::is_directory(dir) ? dir : std::string();
+}
+
+template <class K, class V, class F> Expected<V> memoized(const K &key, F compute) {
+  static std::mutex mu;
+  static std::map<K, V> known;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = known.find(key);
+  if (it != known.end())
+    return it->second;
+  auto v = compute();
+  if (v)
+    known.emplace(key, *v);
+  return v;
+}
+
+} // namespace
+
+Expected<LinkLine> link_line(const std::string &triple, const std::string &target_id) {
+  return memoized<std::string, LinkLine>(target_id, [&]() -> Expected<LinkLine> {
+    auto jobs = driver_jobs(triple, {"clang", "--target=" + triple, "-mcpu=" + target_id, "-nogpulib", kPlaceholder},
+                            "--mcpu", "pass an AMD target ID such as gfx90a or gfx90a:xnack+");
+    if (!jobs)
+      return jobs.take_error();
+    for (const DriverJob &job : *jobs) {
+      if (!job.link)
+        continue;
+      LinkLine line;
+      bool after = false;
+      for (std::size_t i = 0; i < job.args.size(); ++i) {
+        const std::string &a = job.args[i];
+        if (a == "-o" && i + 1 < job.args.size()) {
+          ++i;
+          continue;
+        }
+        if (a == kPlaceholder) {
+          after = true;
+          continue;
+        }
+        (after ? line.after : line.before).push_back(a);
+      }
+      return line;
+    }
+    return make_error(ErrorCode::Internal, "clang's driver made no link job for " + triple + " -mcpu=" + target_id);
+  });
+}
+
+Expected<std::vector<std::string>> device_libraries(const std::string &triple, const std::string &target_id,
+                                                    unsigned version, const std::string &dir) {
+  using Key = std::tuple<std::string, unsigned, std::string>;
+  return memoized<Key, std::vector<std::string>>(
+      Key{target_id, version, dir}, [&]() -> Expected<std::vector<std::string>> {
+        std::string where = dir.empty() ? debian_device_libs() : dir;
+        std::vector<std::string> args = {"clang", "--target=" + triple, "-mcpu=" + target_id};
+        if (version)
+          args.push_back("-mcode-object-version=" + std::to_string(version));
+        if (!where.empty())
+          args.push_back("--rocm-device-lib-path=" + where);
+        args.insert(args.end(), {"-x", "cl", "-c", "hotlink-device.cl"});
+        auto jobs = driver_jobs(triple, args, "--device-libs",
+                                "install the device libraries (Debian: apt-get install rocm-device-libs), pass "
+                                "their bitcode folder with --device-libs DIR, or link without them "
+                                "(--device-libs none)");
+        if (!jobs)
+          return jobs.take_error();
+        std::vector<std::string> libs;
+        for (const DriverJob &job : *jobs)
+          for (std::size_t i = 0; i + 1 < job.args.size(); ++i)
+            if (job.args[i] == "-mlink-builtin-bitcode")
+              libs.push_back(job.args[i + 1]);
+        if (libs.empty())
+          return make_error(ErrorCode::BadRequest,
+                            "clang's driver names no device library for " + target_id +
+                                (where.empty() ? std::string() : " in " + where),
+                            {}, "--device-libs", "pass the folder that holds ocml.bc with --device-libs DIR");
+        return libs;
+      });
+}
+
+} // namespace hotlink::detail::amdgpu

@@ -1,0 +1,31 @@
+// Internal. The link line of an AMDGPU code object and its device
+// libraries, as clang's driver (its ROCm toolchain) computes them for a
+// target ID and code object version; hotlink keeps no list of its own.
+//
+// Contract: each is computed once per (target ID[, version, folder]) and
+// process; a failure names --mcpu or --device-libs and says what to do.
+#pragma once
+
+#include "exports/error.h"
+
+#include <string>
+#include <vector>
+
+namespace hotlink::detail::amdgpu {
+
+// `ld.lld` arguments of `clang --target=amdgcn-amd-amdhsa -mcpu=TID
+// -nogpulib`, split at the inputs (-o and its value left out):
+// --no-undefined -shared -plugin-opt=mcpu=gfx90a | -plugin-opt=-mattr=...
+struct LinkLine {
+  std::vector<std::string> before, after;
+};
+Expected<LinkLine> link_line(const std::string &triple, const std::string &target_id);
+
+// The device libraries' bitcode files clang links for a kernel of this
+// target ID and code object version (-mlink-builtin-bitcode of its
+// OpenCL compile job: opencl, ocml, ockl, oclc_*), from `dir` or, when
+// empty, the installed ones.
+Expected<std::vector<std::string>> device_libraries(const std::string &triple, const std::string &target_id,
+                                                    unsigned version, const std::string &dir);
+
+} // namespace hotlink::detail::amdgpu

@@ -1,0 +1,258 @@
+// AMDGPU code objects (amdgcn-amd-amdhsa): byte-identical to ld.lld's, read
+// by ROCm's comgr, disassembled by llvm-objdump, verified as the HSA loader
+// would, refused by name, and cached. No GPU is needed.
+#include "linker/service.h"
+#include "linker/verify.h"
+#include "support.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+using namespace hotlink;
+using namespace hotlink::test;
+
+namespace {
+
+const char *kTriple = "amdgcn-amd-amdhsa";
+
+const char *kAdd = R"(
+__attribute__((device_kernel)) void add(float *a, const float *b, int n) {
+  int i = __builtin_amdgcn_workitem_id_x();
+  if (i < n) a[i] += b[i];
+})";
+
+// A kernel that uses LDS (group segment) and calls a device function
+// defined in another object.
+const char *kCaller = R"(
+float scale(float x);
+__attribute__((device_kernel)) void staged(float *a) {
+  static __attribute__((address_space(3), loader_uninitialized)) float tile[256];
+  int i = __builtin_amdgcn_workitem_id_x();
+  tile[i] = a[i];
+  __builtin_amdgcn_s_barrier();
+  a[i] = scale(tile[255 - i]);
+})";
+const char *kScale = "float scale(float x) { return x * 3.0f + 1.0f; }";
+
+const char *kSin = R"(
+float __ocml_sin_f32(float);
+__attribute__((device_kernel)) void wave(float *a) {
+  int i = __builtin_amdgcn_workitem_id_x();
+  a[i] = __ocml_sin_f32(a[i]);
+})";
+
+std::vector<std::string> device_flags(const std::string &cpu, int version = 4) {
+  return {HOTLINK_TEST_CLANG, "--target=amdgcn-amd-amdhsa", "-mcpu=" + cpu, "-nogpulib",
+          "-mcode-object-version=" + std::to_string(version), "-O2", "-c", "-x", "c"};
+}
+
+Bytes device_object(const std::string &source, const std::string &cpu, int version = 4) {
+  return compile_with(device_flags(cpu, version), source);
+}
+
+Bytes device_bitcode(const std::string &source, const std::string &cpu) {
+  auto flags = device_flags(cpu);
+  flags.insert(flags.end() - 2, "-emit-llvm");
+  return compile_with(flags, source, ".bc");
+}
+
+std::string save(const std::string &dir, const std::string &name, const Bytes &bytes) {
+  std::string path = dir + "/" + name;
+  write_file(path, bytes);
+  return path;
+}
+
+LinkRequest device_request(const std::string &cpu, std::vector<Input> inputs) {
+  LinkRequest r;
+  r.target = kTriple;
+  r.gpu.processor = cpu;
+  r.inputs = std::move(inputs);
+  return r;
+}
+
+// ld.lld's code object of the same inputs, with clang's driver's line.
+Bytes reference(const std::string &dir, const std::string &cpu, const std::vector<std::string> &inputs,
+                const std::vector<std::string> &extra = {}) {
+  std::vector<std::string> argv = {HOTLINK_TEST_LLD, "-flavor", "gnu", "--no-undefined", "-shared",
+                                   "-plugin-opt=mcpu=" + cpu};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  argv.insert(argv.end(), inputs.begin(), inputs.end());
+  argv.push_back("-o");
+  argv.push_back(dir + "/reference.hsaco");
+  test::Run r = run(argv);
+  EXPECT_EQ(r.code, 0) << r.err;
+  return read_file(dir + "/reference.hsaco");
+}
+
+// What comgr (ROCm's reader) says of a code object: "isa X", "kernel K".
+std::string comgr(const std::string &path) {
+  test::Run r = run({bin_dir() + "/comgr_read", path});
+  EXPECT_EQ(r.code, 0) << r.err;
+  return r.out;
+}
+
+std::string hotlink_cli() { return bin_dir() + "/hotlink"; }
+
+class ByProcessor : public ::testing::TestWithParam<const char *> {};
+
+// Object and bitcode inputs, linked in memory, equal ld.lld's bytes; comgr
+// reads the ISA and the kernel; llvm-objdump disassembles it.
+TEST_P(ByProcessor, ObjectAndBitcodeAreByteIdenticalToLldAndReadByComgr) {
+  std::string cpu = GetParam(), dir = temp_dir();
+  LinkService svc;
+  for (bool bitcode : {false, true}) {
+    SCOPED_TRACE(bitcode ? "bitcode" : "object");
+    Bytes in = bitcode ? device_bitcode(kAdd, cpu) : device_object(kAdd, cpu);
+    std::string in_path = save(dir, bitcode ? "add.bc" : "add.o", in);
+    LinkResult res = svc.link(device_request(cpu, {Input::memory("add", in)}));
+    ASSERT_TRUE(res.ok()) << res.error->to_string();
+    EXPECT_EQ(res.exports, (std::vector<std::string>{"add", "add.kd"}));
+    EXPECT_TRUE(res.artifact == reference(dir, cpu, {in_path})) << "differs from ld.lld's code object";
+    std::string path = save(dir, "add.hsaco", res.artifact);
+    EXPECT_EQ(comgr(path), "isa amdgcn-amd-amdhsa--" + cpu + "\nkernel add\n");
+    test::Run dis = run({HOTLINK_TEST_LLVM_OBJDUMP, "-d", "--mcpu=" + cpu, path});
+    EXPECT_EQ(dis.code, 0) << dis.err;
+    EXPECT_NE(dis.out.find("<add>:"), std::string::npos) << dis.out;
+    EXPECT_NE(dis.out.find("s_endpgm"), std::string::npos);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Amdgpu, ByProcessor, ::testing::Values("gfx90a", "gfx1030"));
+
+// A kernel calling a function of another object, and using LDS: the code
+// object's metadata reports the group segment; wave64 on gfx90a.
+TEST(Amdgpu, TwoObjectsAndLdsAreDescribedByTheMetadata) {
+  std::string dir = temp_dir();
+  Bytes caller = device_object(kCaller, "gfx90a"), scale = device_object(kScale, "gfx90a");
+  LinkService svc;
+  LinkResult res = svc.link(device_request("gfx90a", {Input::memory("caller.o", caller), Input::memory("scale.o", scale)}));
+  ASSERT_TRUE(res.ok()) << res.error->to_string();
+  EXPECT_TRUE(res.artifact ==
+              reference(dir, "gfx90a", {save(dir, "caller.o", caller), save(dir, "scale.o", scale)}));
+  auto d = describe_artifact(res.artifact, "staged.hsaco");
+  ASSERT_TRUE(d.ok()) << d.error().to_string();
+  ASSERT_EQ(d->exports.size(), 1u);
+  auto prop = [&](const std::string &k) {
+    for (const auto &[key, v] : d->exports[0].properties)
+      if (key == k)
+        return v;
+    return std::string("missing");
+  };
+  EXPECT_EQ(d->exports[0].name, "staged");
+  EXPECT_EQ(prop("group_segment_fixed_size"), "1024");
+  EXPECT_EQ(prop("wavefront_size"), "64");
+  EXPECT_NE(prop("kernarg_segment_size"), "missing"); // 8 bytes and the hidden arguments of a call
+  EXPECT_EQ(comgr(save(dir, "staged.hsaco", res.artifact)), "isa amdgcn-amd-amdhsa--gfx90a\nkernel staged\n");
+}
+
+// A compiled kernel calling ocml links with the device libraries chosen by
+// clang's driver, lazily: nothing is left undefined, and comgr reads it.
+TEST(Amdgpu, DeviceLibrariesResolveOcmlFromAnObject) {
+  std::string dir = temp_dir();
+  Bytes obj = device_object(kSin, "gfx90a");
+  LinkService svc;
+  LinkResult res = svc.link(device_request("gfx90a", {Input::memory("wave.o", obj)}));
+  ASSERT_TRUE(res.ok()) << res.error->to_string();
+  EXPECT_NE(std::find(res.runtime.begin(), res.runtime.end(), "ocml.bc"), res.runtime.end());
+  EXPECT_NE(std::find(res.runtime.begin(), res.runtime.end(), "oclc_isa_version_90a.bc"), res.runtime.end());
+  std::string path = save(dir, "wave.hsaco", res.artifact);
+  loader::VerifyOptions options;
+  options.expected_exports = {"wave"};
+  options.processor = "gfx90a";
+  auto v = verify_for_target(res.artifact, path, kTriple, options);
+  EXPECT_TRUE(v.ok()) << v.error().to_string();
+  EXPECT_EQ(comgr(path), "isa amdgcn-amd-amdhsa--gfx90a\nkernel wave\n");
+  // Without them, the undefined function is an error naming it.
+  LinkRequest none = device_request("gfx90a", {Input::memory("wave.o", obj)});
+  none.gpu.device_libs = DeviceLibs::None;
+  LinkResult bad = svc.link(none);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error->code, ErrorCode::UndefinedSymbol);
+  EXPECT_EQ(bad.error->symbol, "__ocml_sin_f32");
+}
+
+// Refusals through the CLI: exit code, the reason named, no output file.
+TEST(Amdgpu, RefusalsNameTheReasonAndWriteNothing) {
+  std::string dir = temp_dir(), out = dir + "/out.hsaco";
+  std::string add90a = save(dir, "add.o", device_object(kAdd, "gfx90a"));
+  std::string undef = save(dir, "undef.o", device_object("void missing(float *); __attribute__((device_kernel)) "
+                                                         "void k(float *a) { missing(a); }",
+                                                         "gfx90a"));
+  std::string host = save(dir, "host.o", compile_c("x86_64-linux-gnu", "int f(int x) { return x; }"));
+  struct Case {
+    std::vector<std::string> args;
+    int code;
+    std::string says;
+  } cases[] = {
+      {{"--mcpu", "gfx90a", undef}, 1, "missing"},
+      {{"--mcpu", "gfx1030", add90a}, 2, "was compiled for gfx90a, which the target ID gfx1030 does not allow"},
+      {{"--mcpu", "gfx90a:xnack+", save(dir, "x.o", device_object(kAdd, "gfx90a:xnack-"))}, 2,
+       "gfx90a:xnack-"},
+      {{"--mcpu", "gfx90a", host}, 2, "is built for x86_64"},
+      {{"--mcpu", "gfx90a", add90a, save(dir, "v5.o", device_object(kScale, "gfx90a", 5))}, 2,
+       "is code object version 5, but"},
+      {{add90a}, 2, "--mcpu"},
+  };
+  for (const Case &c : cases) {
+    std::vector<std::string> argv = {hotlink_cli(), "link", "--target", kTriple, "-o", out};
+    argv.insert(argv.end(), c.args.begin(), c.args.end());
+    test::Run r = run(argv);
+    SCOPED_TRACE(c.says);
+    EXPECT_EQ(r.code, c.code) << r.err;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
+    EXPECT_FALSE(exists(out));
+  }
+}
+
+// verify: the processor, the expected kernels and the note, like the HSA
+// loader; a corrupt note is refused by name.
+TEST(Amdgpu, VerifyChecksProcessorKernelsAndTheNote) {
+  std::string dir = temp_dir(), image = dir + "/add.hsaco";
+  test::Run link = run({hotlink_cli(), "link", "--target", kTriple, "--mcpu", "gfx90a", "-o", image,
+                  save(dir, "add.o", device_object(kAdd, "gfx90a"))});
+  ASSERT_EQ(link.code, 0) << link.err;
+  test::Run ok = run({hotlink_cli(), "verify", image, "--mcpu", "gfx90a", "--expect", "add"});
+  EXPECT_EQ(ok.code, 0) << ok.err;
+  EXPECT_NE(ok.out.find("code_object_version: 4"), std::string::npos) << ok.out;
+  EXPECT_NE(ok.out.find("kernel add: symbol=add.kd kernarg_segment_size=20"), std::string::npos) << ok.out;
+  test::Run other = run({hotlink_cli(), "verify", image, "--mcpu", "gfx1030"});
+  EXPECT_EQ(other.code, 1);
+  EXPECT_NE(other.err.find("arch-mismatch"), std::string::npos) << other.err;
+  EXPECT_NE(other.err.find("gfx1030"), std::string::npos) << other.err;
+  test::Run missing = run({hotlink_cli(), "verify", image, "--mcpu", "gfx90a", "--expect", "sub"});
+  EXPECT_EQ(missing.code, 1);
+  EXPECT_NE(missing.err.find("'sub'"), std::string::npos) << missing.err;
+  // The note's descsz made larger than its section: a malformed note.
+  Bytes bytes = read_file(image);
+  const std::string owner("AMDGPU\0\0", 8);
+  auto at = std::search(bytes.begin(), bytes.end(), owner.begin(), owner.end());
+  ASSERT_NE(at, bytes.end());
+  std::size_t descsz = static_cast<std::size_t>(at - bytes.begin()) - 8;
+  bytes[descsz + 2] = 0x7f;
+  std::string corrupt = save(dir, "corrupt.hsaco", bytes);
+  test::Run bad = run({hotlink_cli(), "verify", corrupt, "--mcpu", "gfx90a"});
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_NE(bad.err.find("note"), std::string::npos) << bad.err;
+}
+
+// The cache: a second process gets the same bytes without linking; another
+// processor or code object version is another key.
+TEST(Amdgpu, CacheHitsAcrossProcessesAndKeysByProcessorAndVersion) {
+  std::string dir = temp_dir(), cache = dir + "/cache";
+  std::string v4 = save(dir, "add4.o", device_object(kAdd, "gfx90a"));
+  std::string v5 = save(dir, "add5.o", device_object(kAdd, "gfx90a", 5));
+  auto link = [&](const std::string &cpu, const std::string &in, const std::string &out) {
+    test::Run r = run({hotlink_cli(), "link", "--target", kTriple, "--mcpu", cpu, "--cache", cache, "--json", "-o",
+                 dir + "/" + out, in});
+    EXPECT_EQ(r.code, 0) << r.err;
+    return r.out;
+  };
+  EXPECT_NE(link("gfx90a", v4, "a.hsaco").find("\"cache\": \"miss\""), std::string::npos);
+  EXPECT_NE(link("gfx90a", v4, "a.hsaco").find("\"cache\": \"hit\""), std::string::npos);
+  EXPECT_TRUE(read_file(dir + "/a.hsaco") == reference(dir, "gfx90a", {v4}));
+  EXPECT_NE(link("gfx90a:xnack+", v4, "a.hsaco").find("\"cache\": \"miss\""), std::string::npos);
+  EXPECT_NE(link("gfx90a", v5, "a.hsaco").find("\"cache\": \"miss\""), std::string::npos);
+}
+
+} // namespace
