@@ -236,6 +236,15 @@ TEST(Amdgpu, VerifyChecksProcessorKernelsAndTheNote) {
   EXPECT_NE(bad.err.find("note"), std::string::npos) << bad.err;
 }
 
+// hotlink exports lists an object's kernels with what their metadata says.
+TEST(Amdgpu, ExportsListsKernelsWithTheirResources) {
+  std::string dir = temp_dir();
+  test::Run r = run({hotlink_cli(), "exports", save(dir, "add.o", device_object(kAdd, "gfx1030"))});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("add  symbol=add.kd  kernarg_segment_size=20", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("wavefront_size=32"), std::string::npos) << r.out;
+}
+
 // The cache: a second process gets the same bytes without linking; another
 // processor or code object version is another key.
 TEST(Amdgpu, CacheHitsAcrossProcessesAndKeysByProcessorAndVersion) {

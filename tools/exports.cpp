@@ -2,6 +2,7 @@
 #include "tools/cli.h"
 
 #include "exports/writers.h"
+#include "linker/verify.h"
 
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -44,6 +45,7 @@ int exports(int argc, char **argv) {
     return usage_error("--format takes list, def, version-script, macho, wasm or json, not '" + format + "'", "exports");
 
   std::vector<ObjectInfo> infos;
+  std::vector<hotlink::ExportDetails> described; // what the inputs say of their entry points
   for (const std::string &path : inputs) {
     auto buf = llvm::MemoryBuffer::getFile(path, false, false);
     if (!buf) {
@@ -59,6 +61,21 @@ int exports(int argc, char **argv) {
       return kUsage;
     }
     infos.push_back(std::move(info.value()));
+    std::vector<std::uint8_t> bytes((*buf)->getBufferStart(), (*buf)->getBufferEnd());
+    if (auto d = hotlink::describe_artifact(bytes, path))
+      for (hotlink::ExportDetails &e : d->exports)
+        described.push_back(std::move(e));
+  }
+  // GPU objects: the kernels are the exports, each with what its metadata
+  // says (kernarg size, segments, registers, wavefront size).
+  if (!described.empty() && policy.mode == ExportPolicy::Mode::EntryPoints && format == "list") {
+    for (const hotlink::ExportDetails &e : described) {
+      std::printf("%s", e.name.c_str());
+      for (const auto &[k, v] : e.properties)
+        std::printf("  %s=%s", k.c_str(), v.c_str());
+      std::printf("\n");
+    }
+    return kOk;
   }
   Format fmt = infos[0].format;
   Arch arch = infos[0].arch;
