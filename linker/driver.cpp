@@ -620,7 +620,11 @@ void run_lld(const Materialized &files, const std::vector<const char *> &argv, c
       if (out.artifact.capacity() - out.artifact.size() > out.artifact.size() / 2 + (64u << 10))
         out.artifact.shrink_to_fit();
     }
-    options.restore();
+    bool lld_set_options = std::any_of(argv.begin(), argv.end(), [](const char *a) {
+      return std::strncmp(a, "-mllvm", 6) == 0 || std::strncmp(a, "-plugin-opt", 11) == 0 ||
+             std::strncmp(a, "--plugin-opt", 12) == 0;
+    });
+    options.restore(lld_set_options);
   }
   out.link_ms = base::ms_since(t0);
   signals.after();

@@ -16,12 +16,15 @@ void SavedLLVMOptions::save() {
     static_cast<cl::Option *>(p)->removeArgument();
 }
 
-void SavedLLVMOptions::restore() {
-  // What lld itself set (-plugin-opt=mcpu=..., -mllvm, an AMDGPU link's
-  // -amdhsa-code-object-version) goes back to its default first: left
+void SavedLLVMOptions::restore(bool lld_set_options) {
+  // What lld itself set (-mllvm, -plugin-opt=..., an AMDGPU link's
+  // -plugin-opt=mcpu=...) goes back to its default first: left
   // set, it would count as the host's at the next link, be taken out of
   // the registry and refused there as unknown.
-  cl::ResetAllOptionOccurrences();
+  if (lld_set_options)
+    for (auto &entry : cl::getRegisteredOptions())
+      if (entry.second->getNumOccurrences() != 0)
+        entry.second->reset();
   for (void *p : held_)
     static_cast<cl::Option *>(p)->addArgument();
   held_.clear();

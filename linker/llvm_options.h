@@ -27,8 +27,10 @@ public:
   // With the lld lock held, right before lld: takes the set options out of
   // the registry.
   void save();
-  // Right after lld: puts them back.
-  void restore();
+  // Right after lld: puts them back. `lld_set_options`: lld's arguments
+  // had -mllvm or -plugin-opt, whose values lld sets as LLVM options;
+  // those are reset first, or they would count as the host's next time.
+  void restore(bool lld_set_options);
 
 private:
   std::vector<void *> held_; // llvm::cl::Option*
