@@ -1,5 +1,7 @@
 #include "linker/platforms/amdgpu/code_object.h"
 
+#include "exports/recovery.h"
+
 #include "clang/Basic/TargetID.h"
 #include "llvm/BinaryFormat/ELF.h"
 #include "llvm/BinaryFormat/MsgPackDocument.h"
@@ -156,23 +158,39 @@ std::optional<Error> read_dynamic(const object::ELFObjectFile<ELFT> &obj, const 
     if ((*flags & object::SymbolRef::SF_Undefined) && !nm->empty())
       co.undefined.push_back(nm->str());
   }
-  for (const object::SectionRef &sec : obj.sections()) {
-    if (obj.getSection(sec.getRawDataRefImpl())->sh_type != ELF::SHT_RELA &&
-        obj.getSection(sec.getRawDataRefImpl())->sh_type != ELF::SHT_REL)
-      continue;
-    for (const object::RelocationRef &r : sec.relocations())
-      if (!loader_applies(static_cast<std::uint32_t>(r.getType()))) {
-        SmallString<32> type;
-        r.getTypeName(type);
-        co.bad_relocations.push_back(type.str().str());
-      }
+  // Through ELFFile, which checks each table's bounds (RelocationRef's
+  // accessors abort on a malformed one: found by fuzzing).
+  const object::ELFFile<ELFT> &file = obj.getELFFile();
+  auto sections = file.sections();
+  if (!sections)
+    return malformed(name, "its section headers cannot be read: " + toString(sections.takeError()));
+  auto bad = [&](std::uint32_t type) {
+    if (!loader_applies(type))
+      co.bad_relocations.push_back(object::getELFRelocationTypeName(ELF::EM_AMDGPU, type).str());
+  };
+  for (const ELFT::Shdr &sec : *sections) {
+    if (sec.sh_type == ELF::SHT_RELA) {
+      auto relas = file.relas(sec);
+      if (!relas)
+        return malformed(name, "a relocation section is malformed: " + toString(relas.takeError()));
+      for (const ELFT::Rela &r : *relas)
+        bad(r.getType(false));
+    } else if (sec.sh_type == ELF::SHT_REL) {
+      auto rels = file.rels(sec);
+      if (!rels)
+        return malformed(name, "a relocation section is malformed: " + toString(rels.takeError()));
+      for (const ELFT::Rel &r : *rels)
+        bad(r.getType(false));
+    }
   }
   return std::nullopt;
 }
 
 } // namespace
 
-Expected<CodeObject> read_code_object(const void *data, std::size_t size, const std::string &name) {
+namespace {
+
+Expected<CodeObject> read_unguarded(const void *data, std::size_t size, const std::string &name) {
   StringRef bytes(static_cast<const char *>(data), size);
   auto obj = object::ELFObjectFile<ELFT>::create(MemoryBufferRef(bytes, name));
   if (!obj)
@@ -184,6 +202,17 @@ Expected<CodeObject> read_code_object(const void *data, std::size_t size, const 
   if (h.e_ident[ELF::EI_OSABI] != ELF::ELFOSABI_AMDGPU_HSA)
     return make_error(ErrorCode::ArchMismatch, "is not for the HSA runtime (its OS ABI is not AMDGPU_HSA)", name, {},
                       "compile it for amdgcn-amd-amdhsa");
+  // LLVM names a machine value it does not know with llvm_unreachable
+  // (undefined behaviour in a release build: found by fuzzing).
+  unsigned mach = h.e_flags & ELF::EF_AMDGPU_MACH;
+  bool reserved = false;
+  for (unsigned r : {ELF::EF_AMDGPU_MACH_AMDGCN_RESERVED_0X27, ELF::EF_AMDGPU_MACH_AMDGCN_RESERVED_0X40,
+                     ELF::EF_AMDGPU_MACH_AMDGCN_RESERVED_0X4B, ELF::EF_AMDGPU_MACH_AMDGCN_RESERVED_0X4D,
+                     ELF::EF_AMDGPU_MACH_AMDGCN_RESERVED_0X50, ELF::EF_AMDGPU_MACH_AMDGCN_RESERVED_0X56,
+                     ELF::EF_AMDGPU_MACH_AMDGCN_RESERVED_0X57})
+    reserved |= mach == r;
+  if (mach < ELF::EF_AMDGPU_MACH_AMDGCN_FIRST || mach > ELF::EF_AMDGPU_MACH_AMDGCN_LAST || reserved)
+    return malformed(name, "its e_flags name no AMDGCN processor this LLVM knows");
   CodeObject co;
   co.shared = h.e_type == ELF::ET_DYN;
   co.version = version_of(h.e_ident[ELF::EI_ABIVERSION]);
@@ -194,6 +223,15 @@ Expected<CodeObject> read_code_object(const void *data, std::size_t size, const 
     if (auto err = read_dynamic(*obj, name, co))
       return std::move(*err);
   return co;
+}
+
+} // namespace
+
+// Under the readers' crash recovery: LLVM's msgpack reader crashes on some
+// malformed notes (found by fuzzing).
+Expected<CodeObject> read_code_object(const void *data, std::size_t size, const std::string &name) {
+  return exports::read_guarded<CodeObject>(name, ErrorCode::InvalidInput,
+                                           [&] { return read_unguarded(data, size, name); });
 }
 
 Expected<BitcodeTarget> read_bitcode_target(const void *data, std::size_t size, const std::string &name) {
