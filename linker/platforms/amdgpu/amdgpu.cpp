@@ -12,9 +12,6 @@
 #include "clang/Basic/TargetID.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/BinaryFormat/Magic.h"
-#include "llvm/Bitcode/BitcodeReader.h"
-#include "llvm/IR/LLVMContext.h"
-#include "llvm/IR/Module.h"
 #include "llvm/Object/Archive.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
@@ -63,22 +60,6 @@ struct Built {
   std::vector<std::string> kernels;
 };
 
-// A bitcode module's kernels: its amdgpu_kernel functions.
-std::vector<std::string> bitcode_kernels(const void *data, std::size_t size, const std::string &name) {
-  llvm::LLVMContext context;
-  llvm::MemoryBufferRef buf(llvm::StringRef(static_cast<const char *>(data), size), name);
-  std::vector<std::string> out;
-  auto module = llvm::getLazyBitcodeModule(buf, context);
-  if (!module) {
-    llvm::consumeError(module.takeError());
-    return out;
-  }
-  for (const llvm::Function &f : **module)
-    if (!f.isDeclaration() && f.getCallingConv() == llvm::CallingConv::AMDGPU_KERNEL)
-      out.push_back(f.getName().str());
-  return out;
-}
-
 Expected<Built> read_built(const void *data, std::size_t size, const std::string &display) {
   Built b;
   b.display = display;
@@ -89,7 +70,7 @@ Expected<Built> read_built(const void *data, std::size_t size, const std::string
       return t.take_error();
     b.target_id = t->target_id;
     b.version = t->version;
-    b.kernels = bitcode_kernels(data, size, display);
+    b.kernels = std::move(t->kernels);
     return b;
   }
   auto co = amdgpu::read_code_object(data, size, display);

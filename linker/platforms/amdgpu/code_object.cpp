@@ -243,6 +243,9 @@ Expected<BitcodeTarget> read_bitcode_target(const void *data, std::size_t size, 
   BitcodeTarget t;
   if (auto *flag = mdconst::extract_or_null<ConstantInt>((*module)->getModuleFlag("amdhsa_code_object_version")))
     t.version = static_cast<unsigned>(flag->getZExtValue() / 100);
+  for (const Function &f : **module)
+    if (!f.isDeclaration() && f.getCallingConv() == CallingConv::AMDGPU_KERNEL)
+      t.kernels.push_back(f.getName().str());
   for (const Function &f : **module) {
     Attribute cpu = f.getFnAttribute("target-cpu");
     if (!cpu.isValid() || cpu.getValueAsString().empty())

@@ -46,6 +46,7 @@ Expected<CodeObject> read_code_object(const void *data, std::size_t size, const 
 struct BitcodeTarget {
   std::string target_id;
   unsigned version = 0;
+  std::vector<std::string> kernels; // its amdgpu_kernel functions
 };
 Expected<BitcodeTarget> read_bitcode_target(const void *data, std::size_t size, const std::string &name);
 
