@@ -28,6 +28,50 @@ static int print_string(amd_comgr_metadata_node_t node, const char *label) {
   return bad;
 }
 
+/* Prints the kernels of DATA's metadata; every node comgr hands out is the
+ * caller's to destroy (CI's sanitizer stage checks this reader for leaks as
+ * it checks hotlink). */
+static int print_kernels(amd_comgr_data_t data) {
+  amd_comgr_metadata_node_t root, kernels;
+  if (check(amd_comgr_get_data_metadata(data, &root), "metadata"))
+    return 1;
+  int bad = check(amd_comgr_metadata_lookup(root, "amdhsa.kernels", &kernels), "amdhsa.kernels");
+  if (!bad) {
+    size_t count = 0;
+    bad = check(amd_comgr_get_metadata_list_size(kernels, &count), "kernels");
+    for (size_t i = 0; !bad && i < count; ++i) {
+      amd_comgr_metadata_node_t k, name;
+      bad = check(amd_comgr_index_list_metadata(kernels, i, &k), "kernel");
+      if (bad)
+        break;
+      bad = check(amd_comgr_metadata_lookup(k, ".name", &name), ".name");
+      if (!bad) {
+        bad = print_string(name, "kernel");
+        amd_comgr_destroy_metadata(name);
+      }
+      amd_comgr_destroy_metadata(k);
+    }
+    amd_comgr_destroy_metadata(kernels);
+  }
+  amd_comgr_destroy_metadata(root);
+  return bad;
+}
+
+static int print_isa(amd_comgr_data_t data) {
+  size_t size = 0;
+  char isa[256];
+  if (check(amd_comgr_get_data_isa_name(data, &size, NULL), "isa name"))
+    return 1;
+  if (size > sizeof isa) {
+    fprintf(stderr, "comgr: isa name of %zu bytes\n", size);
+    return 1;
+  }
+  if (check(amd_comgr_get_data_isa_name(data, &size, isa), "isa name"))
+    return 1;
+  printf("isa %s\n", isa);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: comgr_read FILE\n");
@@ -40,28 +84,10 @@ int main(int argc, char **argv) {
   size_t n = fread(bytes, 1, sizeof bytes, f);
   fclose(f);
   amd_comgr_data_t data;
-  if (check(amd_comgr_create_data(AMD_COMGR_DATA_KIND_EXECUTABLE, &data), "create_data") ||
-      check(amd_comgr_set_data(data, n, bytes), "set_data"))
+  if (check(amd_comgr_create_data(AMD_COMGR_DATA_KIND_EXECUTABLE, &data), "create_data"))
     return 1;
-  size_t size = 0;
-  if (check(amd_comgr_get_data_isa_name(data, &size, NULL), "isa name"))
-    return 1;
-  char isa[256];
-  if (size > sizeof isa || check(amd_comgr_get_data_isa_name(data, &size, isa), "isa name"))
-    return 1;
-  printf("isa %s\n", isa);
-  amd_comgr_metadata_node_t root, kernels;
-  if (check(amd_comgr_get_data_metadata(data, &root), "metadata") ||
-      check(amd_comgr_metadata_lookup(root, "amdhsa.kernels", &kernels), "amdhsa.kernels"))
-    return 1;
-  size_t count = 0;
-  if (check(amd_comgr_get_metadata_list_size(kernels, &count), "kernels"))
-    return 1;
-  for (size_t i = 0; i < count; ++i) {
-    amd_comgr_metadata_node_t k, name;
-    if (check(amd_comgr_index_list_metadata(kernels, i, &k), "kernel") ||
-        check(amd_comgr_metadata_lookup(k, ".name", &name), ".name") || print_string(name, "kernel"))
-      return 1;
-  }
-  return 0;
+  int bad = check(amd_comgr_set_data(data, n, bytes), "set_data") || print_isa(data) ||
+            print_kernels(data);
+  amd_comgr_release_data(data);
+  return bad;
 }
