@@ -91,6 +91,19 @@ void hotlink_request_set_soname(hotlink_request *r, const char *soname) { HOTLIN
 void hotlink_request_set_bare(hotlink_request *r, int bare) {
   HOTLINK_SET(r, r->request.runtime = bare ? Runtime::None : Runtime::Auto);
 }
+void hotlink_request_set_processor(hotlink_request *r, const char *target_id) {
+  HOTLINK_SET(r, r->request.gpu.processor = str(target_id));
+}
+void hotlink_request_set_device_libs(hotlink_request *r, hotlink_device_libs mode, const char *dir) {
+  HOTLINK_SET(r, {
+    switch (mode) {
+    case HOTLINK_DEVICE_LIBS_AUTO: r->request.gpu.device_libs = DeviceLibs::Auto; break;
+    case HOTLINK_DEVICE_LIBS_NONE: r->request.gpu.device_libs = DeviceLibs::None; break;
+    default: r->invalid = "hotlink_request_set_device_libs: unknown mode " + std::to_string(int(mode)); break;
+    }
+    r->request.gpu.device_libs_dir = str(dir);
+  });
+}
 void hotlink_request_add_flag(hotlink_request *r, const char *flag) { HOTLINK_SET(r, r->request.extra_flags.push_back(str(flag))); }
 void hotlink_request_set_execution(hotlink_request *r, hotlink_execution execution) {
   HOTLINK_SET(r, {

@@ -1,5 +1,6 @@
 // The C API's loader and hot module (loader/loader.h, loader/hot_module.h).
 #include "capi/objects.h"
+#include "linker/verify.h"
 
 #include <new>
 
@@ -57,6 +58,24 @@ hotlink_library *hotlink_load(const void *data, size_t size, const char *name, c
     options.expected_exports = names(expected, expected_count);
     options.blake3 = str(blake3_hex);
     return verify_and_map(bytes, name && *name ? name : "library.so", options, error);
+  });
+}
+
+hotlink_status hotlink_verify(const void *data, size_t size, const char *name, const char *target,
+                              const char *processor, const char *const *expected, size_t expected_count,
+                              hotlink_error **error) {
+  return capi::guarded(error, HOTLINK_INTERNAL, [&]() -> hotlink_status {
+    if (!data && size)
+      return capi::report(error, capi::bad_argument("hotlink_verify", "data"));
+    const auto *p = static_cast<const std::uint8_t *>(data);
+    loader::VerifyOptions options;
+    options.expected_exports = names(expected, expected_count);
+    options.processor = str(processor);
+    auto verified = verify_for_target(std::vector<std::uint8_t>(p, p + size), name && *name ? name : "artifact",
+                                      str(target), std::move(options));
+    if (!verified)
+      return capi::report(error, verified.take_error());
+    return HOTLINK_OK;
   });
 }
 

@@ -6,6 +6,7 @@
 #include "cache/cache.h"
 #include "linker/linker.h"
 #include "linker/service.h"
+#include "linker/verify.h"
 #include "loader/hot_module.h"
 #include "loader/cache_entry.h"
 #include "loader/loader.h"
@@ -118,7 +119,8 @@ Result do_link(Linker &linker, const py::list &objects, const std::optional<std:
                const std::vector<std::string> &exports, const std::string &policy,
                const std::optional<std::string> &output, const std::vector<std::string> &libraries,
                const std::optional<std::string> &sysroot, const std::vector<std::string> &flags,
-               const std::optional<std::string> &soname, bool bare) {
+               const std::optional<std::string> &soname, bool bare, const std::optional<std::string> &mcpu,
+               const std::string &device_libs) {
   LinkRequest req;
   req.inputs = inputs_of(objects);
   req.target = target.value_or("");
@@ -131,6 +133,11 @@ Result do_link(Linker &linker, const py::list &objects, const std::optional<std:
   req.elf.soname = soname.value_or("");
   if (bare)
     req.runtime = Runtime::None;
+  req.gpu.processor = mcpu.value_or("");
+  if (device_libs == "none")
+    req.gpu.device_libs = DeviceLibs::None;
+  else if (device_libs != "auto")
+    req.gpu.device_libs_dir = device_libs;
   Result res;
   {
     py::gil_scoped_release unlocked;
@@ -234,6 +241,43 @@ std::uintptr_t address_of(const Pin &p, const py::object &entry) {
   return reinterpret_cast<std::uintptr_t>(a);
 }
 
+// link()'s keyword arguments, in do_link's order, for Linker.link and the
+// module's link.
+template <class Define> void with_link_args(Define define) {
+  define(py::arg("objects"), py::arg("target") = py::none(), py::arg("exports") = std::vector<std::string>{},
+         py::arg("policy") = "entry-points", py::arg("output") = py::none(),
+         py::arg("libraries") = std::vector<std::string>{}, py::arg("sysroot") = py::none(),
+         py::arg("flags") = std::vector<std::string>{}, py::arg("soname") = py::none(), py::arg("bare") = false,
+         py::arg("mcpu") = py::none(), py::arg("device_libs") = "auto");
+}
+
+constexpr const char *kLinkDoc =
+    "Links `objects` (bytes, (name, bytes) pairs or paths) into a shared object for `target` (default: the "
+    "host). exports= names exactly what to export (default: the entry-point convention f, f_argv, "
+    "f_metadata). For a GPU target (amdgcn-amd-amdhsa), mcpu= is the AMD target ID ('gfx90a:xnack+'), the "
+    "exports are the kernels, and device_libs= is 'auto', 'none' or the device libraries' folder. Returns a "
+    "Result whose .artifact holds the bytes, or writes output= atomically.";
+
+py::dict properties_of(const std::vector<std::pair<std::string, std::string>> &properties) {
+  py::dict d;
+  for (const auto &[key, value] : properties)
+    d[py::str(key)] = value;
+  return d;
+}
+
+// describe_artifact as plain Python: {"target_id": ..., "kernels": [{"name": ..., ...}]}.
+py::dict description_of(const ArtifactDescription &description) {
+  py::dict d = properties_of(description.properties);
+  py::list exports;
+  for (const ExportDetails &e : description.exports) {
+    py::dict one = properties_of(e.properties);
+    one["name"] = e.name;
+    exports.append(one);
+  }
+  d["exports"] = exports;
+  return d;
+}
+
 } // namespace
 
 PYBIND11_MODULE(hotlink, m) {
@@ -295,36 +339,54 @@ PYBIND11_MODULE(hotlink, m) {
       .def("__enter__", [](Library &l) -> Library & { return l; }, py::return_value_policy::reference)
       .def("__exit__", [](Library &l, py::args) { l.lib.reset(); });
 
-  py::class_<Linker>(m, "Linker", "A link service, optionally answering from a cache.")
+  py::class_<Linker> linker_class(m, "Linker", "A link service, optionally answering from a cache.");
+  linker_class
       .def(py::init([](const py::object &c) {
              std::shared_ptr<cache::Cache> shared;
              if (!c.is_none())
                shared = c.cast<Cache &>().cache;
              return Linker(std::move(shared));
            }),
-           py::arg("cache") = py::none())
-      .def("link", &do_link, py::arg("objects"), py::arg("target") = py::none(),
-           py::arg("exports") = std::vector<std::string>{}, py::arg("policy") = "entry-points",
-           py::arg("output") = py::none(), py::arg("libraries") = std::vector<std::string>{},
-           py::arg("sysroot") = py::none(), py::arg("flags") = std::vector<std::string>{},
-           py::arg("soname") = py::none(), py::arg("bare") = false);
+           py::arg("cache") = py::none());
+  with_link_args([&](auto... args) { linker_class.def("link", &do_link, args..., kLinkDoc); });
+  with_link_args([&](auto... args) {
+    m.def(
+        "link",
+        [](const py::list &objects, const std::optional<std::string> &target,
+           const std::vector<std::string> &exports, const std::string &policy,
+           const std::optional<std::string> &output, const std::vector<std::string> &libraries,
+           const std::optional<std::string> &sysroot, const std::vector<std::string> &flags,
+           const std::optional<std::string> &soname, bool bare, const std::optional<std::string> &mcpu,
+           const std::string &device_libs) {
+          return do_link(default_linker(), objects, target, exports, policy, output, libraries, sysroot, flags,
+                         soname, bare, mcpu, device_libs);
+        },
+        args..., kLinkDoc);
+  });
 
   m.def(
-      "link",
-      [](const py::list &objects, const std::optional<std::string> &target, const std::vector<std::string> &exports,
-         const std::string &policy, const std::optional<std::string> &output,
-         const std::vector<std::string> &libraries, const std::optional<std::string> &sysroot,
-         const std::vector<std::string> &flags, const std::optional<std::string> &soname, bool bare) {
-        return do_link(default_linker(), objects, target, exports, policy, output, libraries, sysroot, flags,
-                       soname, bare);
+      "verify",
+      [](const py::bytes &data, const std::string &name, const std::optional<std::string> &target,
+         const std::optional<std::string> &mcpu, const std::vector<std::string> &expected) {
+        std::vector<std::uint8_t> bytes = bytes_of(data);
+        loader::VerifyOptions options;
+        options.expected_exports = expected;
+        options.processor = mcpu.value_or("");
+        Expected<ArtifactDescription> described = [&]() -> Expected<ArtifactDescription> {
+          py::gil_scoped_release unlocked;
+          auto verified = verify_for_target(bytes, name, target.value_or(""), options);
+          if (!verified)
+            return verified.take_error();
+          return describe_artifact(bytes, name);
+        }();
+        return description_of(take(std::move(described)));
       },
-      py::arg("objects"), py::arg("target") = py::none(), py::arg("exports") = std::vector<std::string>{},
-      py::arg("policy") = "entry-points", py::arg("output") = py::none(),
-      py::arg("libraries") = std::vector<std::string>{}, py::arg("sysroot") = py::none(),
-      py::arg("flags") = std::vector<std::string>{}, py::arg("soname") = py::none(), py::arg("bare") = false,
-      "Links `objects` (bytes, (name, bytes) pairs or paths) into a shared object for `target` (default: the "
-      "host). exports= names exactly what to export (default: the entry-point convention f, f_argv, "
-      "f_metadata). Returns a Result whose .artifact holds the bytes, or writes output= atomically.");
+      py::arg("data"), py::arg("name") = "artifact", py::arg("target") = py::none(), py::arg("mcpu") = py::none(),
+      py::arg("expected") = std::vector<std::string>{},
+      "Checks `data` as `target`'s loader would before mapping it (default: this host; a GPU code object: "
+      "mcpu='gfx90a', its metadata note, its kernels, no imports) and returns what it says of itself "
+      "({'target_id': ..., 'exports': [{'name': ..., 'kernarg_segment_size': ...}]} for a code object). "
+      "Loads nothing; raises hotlink.Error.");
 
   py::class_<Entry>(m, "Entry", "A cache entry.")
       .def_property_readonly("hit", [](const Entry &e) { return e.hit; })

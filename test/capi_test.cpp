@@ -167,4 +167,63 @@ TEST(CApi, PinsOfAnEmptyModulePinNothingAndAPinCanBeCopied) {
   hotlink_module_destroy(m);
 }
 
+// A GPU code object through the C API: the processor and device-library
+// options reach the link, and hotlink_verify checks it as the HSA loader
+// would (the right target ID passes; another one, or a kernel it lacks, is
+// refused with the loader's code).
+TEST(CApi, AGpuCodeObjectLinksForItsProcessorAndVerifiesAgainstIt) {
+  Bytes object = hotlink::test::compile_with(
+      {HOTLINK_TEST_CLANG, "--target=amdgcn-amd-amdhsa", "-mcpu=gfx90a", "-nogpulib", "-mcode-object-version=4",
+       "-O2", "-c", "-x", "c"},
+      "__attribute__((device_kernel)) void twice(int *a) { a[__builtin_amdgcn_workitem_id_x()] *= 2; }");
+  hotlink_service *s = hotlink_service_create(nullptr);
+  hotlink_request *r = hotlink_request_create();
+  hotlink_request_set_target(r, "amdgcn-amd-amdhsa");
+  hotlink_request_add_input(r, "twice.o", object.data(), object.size());
+
+  hotlink_result *no_processor = hotlink_link(s, r);
+  ASSERT_NE(hotlink_result_error(no_processor), nullptr);
+  EXPECT_EQ(hotlink_error_code(hotlink_result_error(no_processor)), HOTLINK_BAD_REQUEST);
+  EXPECT_STREQ(hotlink_error_symbol(hotlink_result_error(no_processor)), "--mcpu");
+  hotlink_result_destroy(no_processor);
+
+  hotlink_request_set_processor(r, "gfx90a");
+  hotlink_request_set_device_libs(r, HOTLINK_DEVICE_LIBS_NONE, nullptr);
+  hotlink_result *res = hotlink_link(s, r);
+  ASSERT_EQ(hotlink_result_error(res), nullptr) << hotlink_error_message(hotlink_result_error(res));
+  ASSERT_EQ(hotlink_result_export_count(res), 2u); // the kernel and its descriptor
+  EXPECT_STREQ(hotlink_result_export(res, 0), "twice");
+  EXPECT_STREQ(hotlink_result_export(res, 1), "twice.kd");
+  size_t n = 0;
+  const uint8_t *image = hotlink_result_bytes(res, &n);
+  ASSERT_NE(image, nullptr);
+
+  const char *kernel_name[] = {"twice"};
+  EXPECT_EQ(hotlink_verify(image, n, "twice.hsaco", "amdgcn-amd-amdhsa", "gfx90a", kernel_name, 1, nullptr),
+            HOTLINK_OK);
+  hotlink_error *error = nullptr;
+  EXPECT_EQ(hotlink_verify(image, n, "twice.hsaco", "amdgcn-amd-amdhsa", "gfx1030", nullptr, 0, &error),
+            HOTLINK_ARCH_MISMATCH);
+  ASSERT_NE(error, nullptr);
+  EXPECT_NE(std::string(hotlink_error_message(error)).find("gfx1030"), std::string::npos)
+      << hotlink_error_message(error);
+  EXPECT_STREQ(hotlink_error_input(error), "twice.hsaco");
+  hotlink_error_free(error);
+  const char *missing[] = {"thrice"};
+  EXPECT_EQ(hotlink_verify(image, n, "twice.hsaco", "amdgcn-amd-amdhsa", "gfx90a", missing, 1, nullptr),
+            HOTLINK_MISSING_EXPORT);
+  // A host's loader refuses a device image (no processor: this host).
+  EXPECT_NE(hotlink_verify(image, n, "twice.hsaco", nullptr, nullptr, nullptr, 0, nullptr), HOTLINK_OK);
+
+  hotlink_request_set_device_libs(r, static_cast<hotlink_device_libs>(7), nullptr);
+  hotlink_result *bad = hotlink_link(s, r);
+  ASSERT_NE(hotlink_result_error(bad), nullptr);
+  EXPECT_NE(std::string(hotlink_error_message(hotlink_result_error(bad))).find("hotlink_request_set_device_libs"),
+            std::string::npos);
+  hotlink_result_destroy(bad);
+  hotlink_result_destroy(res);
+  hotlink_request_destroy(r);
+  hotlink_service_destroy(s);
+}
+
 } // namespace

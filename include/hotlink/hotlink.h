@@ -187,6 +187,20 @@ void hotlink_request_set_soname(hotlink_request *request, const char *soname);
 /* ELF: 1 = link the inputs alone, without the target's C library and
  * startup objects (a bare link; default 0: what `clang -shared` links). */
 void hotlink_request_set_bare(hotlink_request *request, int bare);
+/* GPU targets (amdgcn-amd-amdhsa): the processor as an AMD target ID,
+ * "gfx90a", "gfx90a:xnack+", "gfx90a:sramecc-:xnack+" (required there;
+ * refused for a host target). */
+void hotlink_request_set_processor(hotlink_request *request, const char *target_id);
+
+typedef enum hotlink_device_libs {
+  HOTLINK_DEVICE_LIBS_AUTO = 0, /* link the ROCm device libraries lazily when something is undefined */
+  HOTLINK_DEVICE_LIBS_NONE,     /* never: an undefined symbol is an error naming it */
+  HOTLINK_DEVICE_LIBS_MAX_ = 0x7fffffff /* not a value: makes every int a valid value (ABI) */
+} hotlink_device_libs;
+
+/* GPU targets: whether the device libraries are linked, and from which
+ * bitcode folder (NULL or "" = the installed one, as clang finds it). */
+void hotlink_request_set_device_libs(hotlink_request *request, hotlink_device_libs mode, const char *dir);
 /* A raw lld flag, appended last. */
 void hotlink_request_add_flag(hotlink_request *request, const char *flag);
 void hotlink_request_set_execution(hotlink_request *request, hotlink_execution execution);
@@ -266,6 +280,16 @@ const char *hotlink_entry_blake3(const hotlink_entry *entry);
 double hotlink_entry_build_ms(const hotlink_entry *entry);
 
 /* --- Loading ------------------------------------------------------------------ */
+
+/* Checks `data` as the loader of `target` would before mapping it (NULL or
+ * "" = this host: hotlink_load's checks without mapping): format, arch,
+ * the `expected` exports (a GPU code object: its kernels), and for a GPU
+ * target `processor`'s target ID, the metadata note, no imports, only
+ * relocations the HSA loader applies. HOTLINK_OK or the failure's code,
+ * with *error naming `name`. Loads nothing; safe from any thread. */
+hotlink_status hotlink_verify(const void *data, size_t size, const char *name, const char *target,
+                              const char *processor, const char *const *expected, size_t expected_count,
+                              hotlink_error **error);
 
 /* A verified, mapped private copy of an artifact (C++: loader/loader.h). */
 typedef struct hotlink_library hotlink_library;

@@ -24,6 +24,57 @@ def kernel(factor: int) -> bytes:
                           input=src.encode(), capture_output=True, check=True).stdout
 
 
+def device_code(source: str, cpu: str, bitcode: bool = False) -> bytes:
+    """A device object (or LLVM bitcode) for amdgcn-amd-amdhsa, code object v4."""
+    flags = ["--target=amdgcn-amd-amdhsa", f"-mcpu={cpu}", "-nogpulib", "-mcode-object-version=4", "-O2"]
+    if bitcode:
+        flags.append("-emit-llvm")
+    return subprocess.run([CLANG, *flags, "-x", "c", "-c", "-", "-o", "-"],
+                          input=source.encode(), capture_output=True, check=True).stdout
+
+
+SAXPY = ("__attribute__((device_kernel)) void saxpy(float a, float *x, float *y) {\n"
+         "  int i = __builtin_amdgcn_workitem_id_x(); y[i] = a * x[i] + y[i]; }\n")
+SIN = ("float __ocml_sin_f32(float);\n"
+       "__attribute__((device_kernel)) void wave(float *a) {\n"
+       "  int i = __builtin_amdgcn_workitem_id_x(); a[i] = __ocml_sin_f32(a[i]); }\n")
+
+
+class GpuCodeObject(unittest.TestCase):
+    def test_bitcode_links_for_its_processor_and_verifies_against_it(self):
+        r = hotlink.link([("saxpy.bc", device_code(SAXPY, "gfx90a", bitcode=True))],
+                         target="amdgcn-amd-amdhsa", mcpu="gfx90a")
+        self.assertEqual(r.exports, ["saxpy", "saxpy.kd"])
+        self.assertEqual(r.name, "hotlink.hsaco")
+        d = hotlink.verify(r.artifact, "saxpy.hsaco", target="amdgcn-amd-amdhsa", mcpu="gfx90a",
+                           expected=["saxpy"])
+        self.assertEqual(d["target_id"], "gfx90a")
+        self.assertEqual(d["code_object_version"], "4")
+        self.assertEqual([k["name"] for k in d["exports"]], ["saxpy"])
+        self.assertEqual(d["exports"][0]["kernarg_segment_size"], "24")  # float, two pointers
+        self.assertEqual(d["exports"][0]["wavefront_size"], "64")
+        with self.assertRaises(hotlink.Error) as caught:
+            hotlink.verify(r.artifact, "saxpy.hsaco", target="amdgcn-amd-amdhsa", mcpu="gfx1030")
+        self.assertEqual(caught.exception.code, "arch-mismatch")
+        self.assertIn("gfx1030", str(caught.exception))
+
+    def test_device_libraries_are_linked_only_when_asked(self):
+        sin = [("wave.o", device_code(SIN, "gfx90a"))]
+        with self.assertRaises(hotlink.Error) as caught:
+            hotlink.link(sin, target="amdgcn-amd-amdhsa", mcpu="gfx90a", device_libs="none")
+        self.assertEqual(caught.exception.code, "undefined-symbol")
+        self.assertEqual(caught.exception.symbol, "__ocml_sin_f32")
+        r = hotlink.link(sin, target="amdgcn-amd-amdhsa", mcpu="gfx90a")
+        self.assertEqual(hotlink.verify(r.artifact, target="amdgcn-amd-amdhsa", mcpu="gfx90a",
+                                        expected=["wave"])["exports"][0]["name"], "wave")
+
+    def test_a_device_link_without_a_processor_names_the_option(self):
+        with self.assertRaises(hotlink.Error) as caught:
+            hotlink.link([device_code(SAXPY, "gfx90a")], target="amdgcn-amd-amdhsa")
+        self.assertEqual(caught.exception.code, "bad-request")
+        self.assertIn("mcpu", caught.exception.symbol + caught.exception.hint)
+
+
 class Link(unittest.TestCase):
     def test_bytes_in_bytes_out(self):
         r = hotlink.link([kernel(3)])
