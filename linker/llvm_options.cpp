@@ -3,20 +3,37 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <mutex>
+
 namespace cl = llvm::cl;
 
 namespace hotlink::detail {
 
+namespace {
+// While lld runs, the registry holds lld's options (an AMDGPU link's
+// -plugin-opt=mcpu=...) and not the host's, which are taken out: a planner
+// on another thread asking whether the host set options gets the answer of
+// the moment the link started instead of walking a registry lld is
+// changing.
+std::mutex g_registry_mu;
+bool g_lld_running = false;
+bool g_host_set_when_lld_started = false;
+} // namespace
+
 void SavedLLVMOptions::save() {
+  std::lock_guard<std::mutex> lock(g_registry_mu);
   held_.clear();
   for (auto &entry : cl::getRegisteredOptions())
     if (entry.second->getNumOccurrences() != 0)
       held_.push_back(entry.second);
   for (void *p : held_)
     static_cast<cl::Option *>(p)->removeArgument();
+  g_lld_running = true;
+  g_host_set_when_lld_started = !held_.empty();
 }
 
 void SavedLLVMOptions::restore(bool lld_set_options) {
+  std::lock_guard<std::mutex> lock(g_registry_mu);
   // What lld itself set (-mllvm, -plugin-opt=..., an AMDGPU link's
   // -plugin-opt=mcpu=...) goes back to its default first: left
   // set, it would count as the host's at the next link, be taken out of
@@ -28,9 +45,13 @@ void SavedLLVMOptions::restore(bool lld_set_options) {
   for (void *p : held_)
     static_cast<cl::Option *>(p)->addArgument();
   held_.clear();
+  g_lld_running = false;
 }
 
 bool host_llvm_options_set() {
+  std::lock_guard<std::mutex> lock(g_registry_mu);
+  if (g_lld_running)
+    return g_host_set_when_lld_started;
   for (auto &entry : cl::getRegisteredOptions())
     if (entry.second->getNumOccurrences() != 0)
       return true;

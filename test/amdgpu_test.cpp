@@ -7,7 +7,9 @@
 
 #include <gtest/gtest.h>
 
+
 #include <algorithm>
+#include <future>
 
 using namespace hotlink;
 using namespace hotlink::test;
@@ -262,6 +264,27 @@ TEST(Amdgpu, CacheHitsAcrossProcessesAndKeysByProcessorAndVersion) {
   EXPECT_TRUE(read_file(dir + "/a.hsaco") == reference(dir, "gfx90a", {v4}));
   EXPECT_NE(link("gfx90a:xnack+", v4, "a.hsaco").find("\"cache\": \"miss\""), std::string::npos);
   EXPECT_NE(link("gfx90a", v5, "a.hsaco").find("\"cache\": \"miss\""), std::string::npos);
+}
+
+// Device bitcode submitted at once, in-process as asked: a link planned
+// while another is inside lld (whose -plugin-opt=mcpu= is then an LLVM
+// option of the process) must not take it for the host's option and send
+// the link to a worker process.
+TEST(Amdgpu, BitcodeLinksSubmittedAtOnceStayInProcess) {
+  Bytes bitcode = device_bitcode(kAdd, "gfx90a");
+  LinkService svc;
+  std::vector<std::future<LinkResult>> pending;
+  for (int i = 0; i < 12; ++i) {
+    LinkRequest req = device_request("gfx90a", {Input::memory("add.bc", bitcode)});
+    req.execution = Execution::InProcess;
+    pending.push_back(svc.submit(req));
+  }
+  for (auto &p : pending) {
+    LinkResult r = p.get();
+    ASSERT_TRUE(r.ok()) << r.error->to_string();
+    EXPECT_EQ(r.executed_by, "in-process");
+  }
+  EXPECT_EQ(svc.stats().workers_started, 0u);
 }
 
 } // namespace
