@@ -1,0 +1,126 @@
+// Many GPU kernels at start-up: a JIT (an offload runtime, Triton, Taichi)
+// links a batch of device images when a program starts. 64 distinct
+// kernels, as device bitcode (so each link compiles its kernel through
+// LTO), are submitted at once for gfx90a:
+// - hotlink, serialized: every link in-process, one after another (as
+//   behind comgr's process-wide mutex);
+// - hotlink's pool: the in-process slot plus the worker processes (one per
+//   core), the default execution;
+// - the offload plugin's way: for each, the bitcode written to a file,
+//   `ld.lld -flavor gnu --no-undefined -shared -plugin-opt=mcpu=gfx90a`
+//   spawned, the image read back; one after another.
+// Prints Google Benchmark's table, then the medians and ratios of this run.
+#include "bench/bench_support.h"
+#include "linker/service.h"
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <future>
+#include <thread>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr int kKernels = 64;
+std::vector<std::vector<std::uint8_t>> g_bitcode;
+std::string g_scratch;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// Kernel i: a small stencil with its own constants, so that no two
+// bitcode files (or cache keys) are alike.
+std::string kernel_source(int i) {
+  std::string k = std::to_string(i);
+  return "static float f(float x) { return x * " + k + ".5f + 1.0f / (x + " + k + ".0f); }\n"
+         "__attribute__((device_kernel)) void stencil_" + k +
+         "(const float *in, float *out, int n) {\n"
+         "  int i = __builtin_amdgcn_workgroup_id_x() * 256 + __builtin_amdgcn_workitem_id_x();\n"
+         "  if (i <= 0 || i >= n - 1) return;\n"
+         "  float acc = 0;\n"
+         "  for (int j = -4; j <= 4; ++j) acc += f(in[(i + j + n) % n]) * (j + " + k + ");\n"
+         "  out[i] = acc;\n}\n";
+}
+
+hotlink::LinkRequest request(int i, hotlink::Execution execution) {
+  hotlink::LinkRequest req;
+  req.target = "amdgcn-amd-amdhsa";
+  req.gpu.processor = "gfx90a";
+  req.execution = execution;
+  req.inputs = {hotlink::Input::memory("stencil_" + std::to_string(i) + ".bc", g_bitcode[i])};
+  return req;
+}
+
+// range(0): 0 = serialized in-process, 1 = the pool (Auto, default workers).
+void BM_Device64(benchmark::State &state) {
+  bool pool = state.range(0) == 1;
+  hotlink::LinkService svc;
+  hotlink::Execution how = pool ? hotlink::Execution::Auto : hotlink::Execution::InProcess;
+  // Untimed: the one-time work of the process (clang's driver, lld's first
+  // call) and, for the pool, its worker processes.
+  if (!svc.link(request(0, hotlink::Execution::InProcess)).ok())
+    return state.SkipWithError("a device link failed");
+  if (pool)
+    for (unsigned i = 0; i < std::thread::hardware_concurrency(); ++i)
+      svc.link(request(i, hotlink::Execution::Isolated));
+  for (auto _ : state) {
+    auto t0 = Clock::now();
+    std::vector<std::future<hotlink::LinkResult>> pending;
+    for (int i = 0; i < kKernels; ++i)
+      pending.push_back(svc.submit(request(i, how)));
+    for (auto &p : pending) {
+      hotlink::LinkResult r = p.get();
+      if (!r.ok())
+        return state.SkipWithError(r.error->to_string().c_str());
+    }
+    state.SetIterationTime(seconds_since(t0));
+  }
+  hotlink::ServiceStats s = svc.stats();
+  state.counters["in_process"] = static_cast<double>(s.in_process);
+  state.counters["in_workers"] = static_cast<double>(s.in_worker);
+}
+
+void BM_Device64LldProcesses(benchmark::State &state) {
+  for (auto _ : state) {
+    auto t0 = Clock::now();
+    for (int i = 0; i < kKernels; ++i) {
+      std::string in = g_scratch + "/k.bc", out = g_scratch + "/k.hsaco";
+      std::ofstream(in, std::ios::binary)
+          .write(reinterpret_cast<const char *>(g_bitcode[i].data()), g_bitcode[i].size());
+      std::string cmd = std::string(HOTLINK_BENCH_LD_LLD) +
+                        " --no-undefined -shared -plugin-opt=mcpu=gfx90a -o " + out + " " + in;
+      if (std::system(cmd.c_str()) != 0)
+        return state.SkipWithError("ld.lld failed");
+      std::ifstream image(out, std::ios::binary);
+      std::vector<char> bytes((std::istreambuf_iterator<char>(image)), {});
+      benchmark::DoNotOptimize(bytes.data());
+    }
+    state.SetIterationTime(seconds_since(t0));
+  }
+}
+
+BENCHMARK(BM_Device64)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseManualTime()->Iterations(1);
+BENCHMARK(BM_Device64LldProcesses)->Unit(benchmark::kMillisecond)->UseManualTime()->Iterations(1);
+
+} // namespace
+
+int main(int argc, char **argv) {
+  initialize(argc, argv, 5);
+  g_scratch = scratch_dir("device-bench");
+  for (int i = 0; i < kKernels; ++i) {
+    g_bitcode.push_back(compile_object(HOTLINK_BENCH_CLANG, kernel_source(i),
+                                       "--target=amdgcn-amd-amdhsa -mcpu=gfx90a -nogpulib -O2 -emit-llvm"));
+    if (g_bitcode.back().empty())
+      return std::fprintf(stderr, "device_bench: clang-22 could not compile kernel %d\n", i), 1;
+  }
+  MedianReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  double serial = reporter.median["BM_Device64/0"], pool = reporter.median["BM_Device64/1"];
+  double lld = reporter.median["BM_Device64LldProcesses"];
+  std::printf("\n%d device links (gfx90a, bitcode through LTO) submitted at once, medians: "
+              "serialized in-process %.1f ms; the pool (in-process + %u workers) %.1f ms, %.2fx faster; "
+              "ld.lld processes one by one (the offload plugin's way) %.1f ms, %.2fx the pool's time\n",
+              kKernels, serial, std::thread::hardware_concurrency(), pool, serial / pool, lld, lld / pool);
+  std::string rm = "rm -rf " + g_scratch;
+  return std::system(rm.c_str()) == 0 ? 0 : 1;
+}
