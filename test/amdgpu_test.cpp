@@ -266,6 +266,45 @@ TEST(Amdgpu, CacheHitsAcrossProcessesAndKeysByProcessorAndVersion) {
   EXPECT_NE(link("gfx90a", v5, "a.hsaco").find("\"cache\": \"miss\""), std::string::npos);
 }
 
+// The device libraries clang's driver picks for a target ID, asked
+// independently of hotlink (clang -### and its -mlink-builtin-bitcode
+// files), as full paths in its order.
+std::vector<std::string> clang_device_libraries(const std::string &cpu) {
+  test::Run r = run({HOTLINK_TEST_CLANG, "-###", "--target=amdgcn-amd-amdhsa", "-mcpu=" + cpu,
+                     "-mcode-object-version=4", "-x", "cl", "-c", "/dev/null",
+                     "--rocm-device-lib-path=/usr/lib/x86_64-linux-gnu/amdgcn/bitcode"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  std::vector<std::string> libs;
+  const std::string flag = "\"-mlink-builtin-bitcode\" \"";
+  for (std::size_t at = r.err.find(flag); at != std::string::npos; at = r.err.find(flag, at + 1)) {
+    std::size_t begin = at + flag.size();
+    libs.push_back(r.err.substr(begin, r.err.find('"', begin) - begin));
+  }
+  return libs;
+}
+
+// With the device libraries, the code object is ld.lld's, byte for byte,
+// given the same line: the libraries clang's driver names for the target
+// ID, lazily (--start-lib), for the inputs' code object version.
+TEST(Amdgpu, DeviceLibraryLinkIsByteIdenticalToLdLldWithClangsLibraries) {
+  std::string dir = temp_dir();
+  std::string obj = save(dir, "wave.o", device_object(kSin, "gfx1030"));
+  LinkService svc;
+  LinkResult res = svc.link(device_request("gfx1030", {Input::file(obj)}));
+  ASSERT_TRUE(res.ok()) << res.error->to_string();
+  std::vector<std::string> libs = clang_device_libraries("gfx1030");
+  ASSERT_FALSE(libs.empty());
+  std::vector<std::string> names;
+  for (const std::string &lib : libs)
+    names.push_back(lib.substr(lib.rfind('/') + 1));
+  EXPECT_EQ(res.runtime, names); // oclc_wavefrontsize64_off.bc, oclc_isa_version_1030.bc, ...
+  std::vector<std::string> line = {"-plugin-opt=-amdhsa-code-object-version=4", "--start-lib"};
+  line.insert(line.end(), libs.begin(), libs.end());
+  line.push_back("--end-lib");
+  line.insert(line.begin() + 1, obj);
+  EXPECT_TRUE(res.artifact == reference(dir, "gfx1030", {}, line)) << "differs from ld.lld's code object";
+}
+
 // Device bitcode submitted at once, in-process as asked: a link planned
 // while another is inside lld (whose -plugin-opt=mcpu= is then an LLVM
 // option of the process) must not take it for the host's option and send
