@@ -236,6 +236,18 @@ TEST(Amdgpu, VerifyChecksProcessorKernelsAndTheNote) {
   test::Run bad = run({hotlink_cli(), "verify", corrupt, "--mcpu", "gfx90a"});
   EXPECT_EQ(bad.code, 1);
   EXPECT_NE(bad.err.find("note"), std::string::npos) << bad.err;
+  // A processor number LLVM reserves (0x4b) or leaves unnamed (0x5c) in
+  // e_flags: refused by name (LLVM's own name lookup would be undefined
+  // behaviour there).
+  for (std::uint8_t mach : {0x4b, 0x5c}) {
+    Bytes flags = read_file(image);
+    flags[48] = mach; // e_flags' low byte (EF_AMDGPU_MACH) in a 64-bit header
+    std::string odd = save(dir, "mach.hsaco", flags);
+    test::Run refused = run({hotlink_cli(), "verify", odd, "--mcpu", "gfx90a"});
+    EXPECT_EQ(refused.code, 1) << int(mach);
+    EXPECT_NE(refused.err.find("no AMDGCN processor"), std::string::npos) << refused.err;
+    EXPECT_NE(refused.err.find("mach.hsaco"), std::string::npos) << refused.err;
+  }
 }
 
 // hotlink exports lists an object's kernels with what their metadata says.

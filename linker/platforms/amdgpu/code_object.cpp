@@ -211,6 +211,8 @@ Expected<CodeObject> read_unguarded(const void *data, std::size_t size, const st
                      ELF::EF_AMDGPU_MACH_AMDGCN_RESERVED_0X50, ELF::EF_AMDGPU_MACH_AMDGCN_RESERVED_0X56,
                      ELF::EF_AMDGPU_MACH_AMDGCN_RESERVED_0X57})
     reserved |= mach == r;
+  // LLVM 22 leaves 0x5b..0x5e unnamed between GFX1251 and GFX9_4_GENERIC.
+  reserved |= mach > ELF::EF_AMDGPU_MACH_AMDGCN_GFX1251 && mach < ELF::EF_AMDGPU_MACH_AMDGCN_GFX9_4_GENERIC;
   if (mach < ELF::EF_AMDGPU_MACH_AMDGCN_FIRST || mach > ELF::EF_AMDGPU_MACH_AMDGCN_LAST || reserved)
     return malformed(name, "its e_flags name no AMDGCN processor this LLVM knows");
   CodeObject co;
