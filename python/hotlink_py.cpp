@@ -278,21 +278,8 @@ py::dict description_of(const ArtifactDescription &description) {
   return d;
 }
 
-} // namespace
-
-PYBIND11_MODULE(hotlink, m) {
-  m.doc() = "Link JIT object files into shared objects in-process with lld, cache them, load them verified.";
-  static py::exception<std::runtime_error> error_class(m, "Error");
-  error_type = error_class.ptr();
-  m.attr("Error").attr("__doc__") =
-      "A hotlink failure: .code ('invalid-input', 'undefined-symbol', ...), .message, .input, .symbol, .hint.";
-
-  m.attr("__version__") = version();
-  m.def("version", [] { return py::dict(py::arg("hotlink") = version(), py::arg("lld") = lld_version(),
-                                        py::arg("llvm") = llvm_version()); },
-        "hotlink's, lld's and LLVM's versions.");
-  m.def("host_target", &host_target, "The host's target triple as hotlink spells it.");
-
+// The classes and functions of the package, in the order Python sees them.
+void bind_results(py::module_ &m) {
   py::class_<Result>(m, "Result", "What a link returned.")
       .def_property_readonly("artifact",
                              [](const Result &r) -> py::object {
@@ -339,6 +326,9 @@ PYBIND11_MODULE(hotlink, m) {
       .def("__enter__", [](Library &l) -> Library & { return l; }, py::return_value_policy::reference)
       .def("__exit__", [](Library &l, py::args) { l.lib.reset(); });
 
+}
+
+void bind_linking(py::module_ &m) {
   py::class_<Linker> linker_class(m, "Linker", "A link service, optionally answering from a cache.");
   linker_class
       .def(py::init([](const py::object &c) {
@@ -388,6 +378,9 @@ PYBIND11_MODULE(hotlink, m) {
       "({'target_id': ..., 'exports': [{'name': ..., 'kernarg_segment_size': ...}]} for a code object). "
       "Loads nothing; raises hotlink.Error.");
 
+}
+
+void bind_cache_and_loading(py::module_ &m) {
   py::class_<Entry>(m, "Entry", "A cache entry.")
       .def_property_readonly("hit", [](const Entry &e) { return e.hit; })
       .def_property_readonly("artifact", [](const Entry &e) { return to_bytes(e.entry.artifact.bytes); })
@@ -445,6 +438,9 @@ PYBIND11_MODULE(hotlink, m) {
       py::arg("blake3") = py::none(),
       "Verifies `data` (a shared object for this host exporting `expected`) and maps a private copy.");
 
+}
+
+void bind_hot_reload(py::module_ &m) {
   py::class_<Pin>(m, "Pin", "One version held for a batch of calls (use as a context manager).")
       .def_property_readonly("version", [](const Pin &p) { return p.pin.version(); })
       .def("address", &address_of, py::arg("entry"), "The address of an entry (its name or slot) in this version.")
@@ -498,4 +494,25 @@ PYBIND11_MODULE(hotlink, m) {
            py::arg("entry"),
            "The current version's address of an entry, unpinned: call it only while no reload can unmap "
            "that version (use pin() otherwise).");
+}
+
+} // namespace
+
+PYBIND11_MODULE(hotlink, m) {
+  m.doc() = "Link JIT object files into shared objects in-process with lld, cache them, load them verified.";
+  static py::exception<std::runtime_error> error_class(m, "Error");
+  error_type = error_class.ptr();
+  m.attr("Error").attr("__doc__") =
+      "A hotlink failure: .code ('invalid-input', 'undefined-symbol', ...), .message, .input, .symbol, .hint.";
+
+  m.attr("__version__") = version();
+  m.def("version", [] { return py::dict(py::arg("hotlink") = version(), py::arg("lld") = lld_version(),
+                                        py::arg("llvm") = llvm_version()); },
+        "hotlink's, lld's and LLVM's versions.");
+  m.def("host_target", &host_target, "The host's target triple as hotlink spells it.");
+
+  bind_results(m);
+  bind_linking(m);
+  bind_cache_and_loading(m);
+  bind_hot_reload(m);
 }

@@ -11,11 +11,114 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 
 namespace hotlink::cli {
 
+namespace {
+
+using namespace hotlink::exports;
+
+// What the inputs hold: each one's symbols, and what the inputs say of
+// their entry points themselves (a GPU object's kernels and metadata).
+struct Inputs {
+  std::vector<ObjectInfo> infos;
+  std::vector<hotlink::ExportDetails> described;
+};
+
+// Reads every input; on failure prints the error and returns nothing.
+std::optional<Inputs> read_inputs(const std::vector<std::string> &paths) {
+  Inputs in;
+  for (const std::string &path : paths) {
+    auto buf = llvm::MemoryBuffer::getFile(path, false, false);
+    if (!buf) {
+      std::fprintf(stderr, "hotlink: %s\n",
+                   hotlink::make_error(hotlink::ErrorCode::InputNotFound,
+                                       "cannot read: " + buf.getError().message(), path)
+                       .to_string().c_str());
+      return std::nullopt;
+    }
+    auto info = read_object((*buf)->getBufferStart(), (*buf)->getBufferSize(), path);
+    if (!info) {
+      std::fprintf(stderr, "hotlink: %s\n", info.error().to_string().c_str());
+      return std::nullopt;
+    }
+    in.infos.push_back(std::move(info.value()));
+    std::vector<std::uint8_t> bytes((*buf)->getBufferStart(), (*buf)->getBufferEnd());
+    if (auto d = hotlink::describe_artifact(bytes, path))
+      for (hotlink::ExportDetails &e : d->exports)
+        in.described.push_back(std::move(e));
+  }
+  return in;
+}
+
+// GPU objects: the kernels are the exports, each with what its metadata
+// says (kernarg size, segments, registers, wavefront size).
+int print_described(const std::vector<hotlink::ExportDetails> &described) {
+  for (const hotlink::ExportDetails &e : described) {
+    std::printf("%s", e.name.c_str());
+    for (const auto &[k, v] : e.properties)
+      std::printf("  %s=%s", k.c_str(), v.c_str());
+    std::printf("\n");
+  }
+  return kOk;
+}
+
+// The inputs' format and arch against --target's (the linker's own checks
+// would need a whole plan; comparing the inferred triple is enough here).
+std::optional<std::string> mismatch(const ObjectInfo &first, const std::string &target) {
+  if (target.empty())
+    return std::nullopt;
+  std::string inferred = triple_for(first.format, first.arch);
+  llvm::Triple want(llvm::Triple::normalize(target)), have(llvm::Triple::normalize(inferred));
+  if (want.getArch() == have.getArch() && want.getObjectFormat() == have.getObjectFormat())
+    return std::nullopt;
+  return "the inputs are " + std::string(to_string(first.format)) + "/" + to_string(first.arch) + ", not for " +
+         target;
+}
+
+int print_text(hotlink::Expected<std::string> text) {
+  if (!text) {
+    std::fprintf(stderr, "hotlink: %s\n", text.error().to_string().c_str());
+    return kFailed;
+  }
+  std::fputs(text.value().c_str(), stdout);
+  return kOk;
+}
+
+// The chosen exports in `format`: an export file, JSON, or the list.
+int print_exports(const std::vector<Export> &list, const std::string &format, const std::string &library) {
+  if (format == "def") return print_text(write_def(list, library));
+  if (format == "version-script") return print_text(write_version_script(list));
+  if (format == "macho") return print_text(write_macho_list(list));
+  if (format == "wasm") {
+    auto flags = write_wasm_flags(list);
+    if (!flags)
+      return print_text(flags.take_error());
+    std::string text;
+    for (const std::string &f : flags.value())
+      text += f + "\n";
+    return print_text(text);
+  }
+  if (format == "json") {
+    llvm::json::Array arr;
+    for (const Export &e : list)
+      arr.push_back(llvm::json::Object{{"name", e.name}, {"symbol", e.symbol},
+                                       {"data", e.data}, {"demangled", demangle(e.name)}});
+    llvm::outs() << llvm::formatv("{0:2}", llvm::json::Value(std::move(arr))) << "\n";
+    return kOk;
+  }
+  for (const Export &e : list) {
+    std::string d = demangle(e.name);
+    std::printf("%s%s%s\n", e.name.c_str(), e.data ? "  DATA" : "",
+                d != e.name ? ("  (" + d + ")").c_str() : "");
+  }
+  return kOk;
+}
+
+} // namespace
+
 int exports(int argc, char **argv) {
-  using namespace hotlink::exports;
   Command cmd("exports", "hotlink exports [options] INPUT...",
               "Prints what `hotlink link` would export from INPUT (C names, DATA marks, demangled C++\n"
               "names), or the export file itself.",
@@ -44,90 +147,19 @@ int exports(int argc, char **argv) {
   if (std::find(std::begin(formats), std::end(formats), format) == std::end(formats))
     return usage_error("--format takes list, def, version-script, macho, wasm or json, not '" + format + "'", "exports");
 
-  std::vector<ObjectInfo> infos;
-  std::vector<hotlink::ExportDetails> described; // what the inputs say of their entry points
-  for (const std::string &path : inputs) {
-    auto buf = llvm::MemoryBuffer::getFile(path, false, false);
-    if (!buf) {
-      std::fprintf(stderr, "hotlink: %s\n",
-                   hotlink::make_error(hotlink::ErrorCode::InputNotFound,
-                                       "cannot read: " + buf.getError().message(), path)
-                       .to_string().c_str());
-      return kUsage;
-    }
-    auto info = read_object((*buf)->getBufferStart(), (*buf)->getBufferSize(), path);
-    if (!info) {
-      std::fprintf(stderr, "hotlink: %s\n", info.error().to_string().c_str());
-      return kUsage;
-    }
-    infos.push_back(std::move(info.value()));
-    std::vector<std::uint8_t> bytes((*buf)->getBufferStart(), (*buf)->getBufferEnd());
-    if (auto d = hotlink::describe_artifact(bytes, path))
-      for (hotlink::ExportDetails &e : d->exports)
-        described.push_back(std::move(e));
-  }
-  // GPU objects: the kernels are the exports, each with what its metadata
-  // says (kernarg size, segments, registers, wavefront size).
-  if (!described.empty() && policy.mode == ExportPolicy::Mode::EntryPoints && format == "list") {
-    for (const hotlink::ExportDetails &e : described) {
-      std::printf("%s", e.name.c_str());
-      for (const auto &[k, v] : e.properties)
-        std::printf("  %s=%s", k.c_str(), v.c_str());
-      std::printf("\n");
-    }
-    return kOk;
-  }
-  Format fmt = infos[0].format;
-  Arch arch = infos[0].arch;
-  if (!target.empty()) {
-    // Reuse the linker's own checks: a throwaway plan is overkill; compare
-    // the inferred triple's format and arch instead.
-    std::string inferred = triple_for(fmt, arch);
-    llvm::Triple want(llvm::Triple::normalize(target)), have(llvm::Triple::normalize(inferred));
-    if (want.getArch() != have.getArch() || want.getObjectFormat() != have.getObjectFormat())
-      return usage_error("the inputs are " + std::string(to_string(fmt)) + "/" + to_string(arch) +
-                             ", not for " + target, "exports");
-  }
-  auto chosen = select_exports(infos, fmt, arch, policy);
+  std::optional<Inputs> in = read_inputs(inputs);
+  if (!in)
+    return kUsage;
+  if (!in->described.empty() && policy.mode == ExportPolicy::Mode::EntryPoints && format == "list")
+    return print_described(in->described);
+  if (auto bad = mismatch(in->infos[0], target))
+    return usage_error(*bad, "exports");
+  auto chosen = select_exports(in->infos, in->infos[0].format, in->infos[0].arch, policy);
   if (!chosen) {
     std::fprintf(stderr, "hotlink: %s\n", chosen.error().to_string().c_str());
     return exit_code_for(chosen.error().code);
   }
-  const std::vector<Export> &list = chosen.value();
-  auto print = [](hotlink::Expected<std::string> text) {
-    if (!text) {
-      std::fprintf(stderr, "hotlink: %s\n", text.error().to_string().c_str());
-      return kFailed;
-    }
-    std::fputs(text.value().c_str(), stdout);
-    return kOk;
-  };
-  if (format == "def") return print(write_def(list, library));
-  if (format == "version-script") return print(write_version_script(list));
-  if (format == "macho") return print(write_macho_list(list));
-  if (format == "wasm") {
-    auto flags = write_wasm_flags(list);
-    if (!flags)
-      return print(flags.take_error());
-    std::string text;
-    for (const std::string &f : flags.value())
-      text += f + "\n";
-    return print(text);
-  }
-  if (format == "json") {
-    llvm::json::Array arr;
-    for (const Export &e : list)
-      arr.push_back(llvm::json::Object{{"name", e.name}, {"symbol", e.symbol},
-                                       {"data", e.data}, {"demangled", demangle(e.name)}});
-    llvm::outs() << llvm::formatv("{0:2}", llvm::json::Value(std::move(arr))) << "\n";
-    return kOk;
-  }
-  for (const Export &e : list) {
-    std::string d = demangle(e.name);
-    std::printf("%s%s%s\n", e.name.c_str(), e.data ? "  DATA" : "",
-                d != e.name ? ("  (" + d + ")").c_str() : "");
-  }
-  return kOk;
+  return print_exports(chosen.value(), format, library);
 }
 
 } // namespace hotlink::cli
