@@ -47,6 +47,13 @@ Expected<std::string> write_version_script(const std::vector<Export> &exports) {
   return "{\n  global:\n" + body.value() + "  local: *;\n};\n";
 }
 
+Expected<std::string> write_dynamic_list(const std::vector<Export> &exports) {
+  auto body = each(exports, Format::ELF, [](const Export &e) { return "  \"" + e.symbol + "\";\n"; });
+  if (!body)
+    return body;
+  return "{\n" + body.value() + "};\n";
+}
+
 Expected<std::string> write_macho_list(const std::vector<Export> &exports) {
   return each(exports, Format::MachO, [](const Export &e) { return e.symbol + "\n"; });
 }

@@ -25,6 +25,10 @@
 namespace hotlink::exports {
 
 Expected<std::string> write_version_script(const std::vector<Export> &exports);
+// An ELF dynamic list ({ "name"; ... };): with it, lld keeps exactly these
+// exports preemptible (interposable) and binds every other one inside the
+// artifact.
+Expected<std::string> write_dynamic_list(const std::vector<Export> &exports);
 Expected<std::string> write_macho_list(const std::vector<Export> &exports);
 // `library` is the DLL's file name (LIBRARY line); ordinals are assigned
 // from `first_ordinal` in order when it is non-zero.

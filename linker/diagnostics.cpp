@@ -26,11 +26,6 @@ std::string base_name(const std::string &path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-bool position_dependent(const Diagnostic &d) {
-  return d.severity == Severity::Error &&
-         d.message.find("cannot be used against symbol") != std::string::npos &&
-         d.message.find("recompile with -fPIC") != std::string::npos;
-}
 
 // lld's "relocation R_X86_64_PC32 cannot be used against symbol 'stderr';
 // recompile with -fPIC" with its ">>> defined in / referenced by" lines,
@@ -50,8 +45,7 @@ Error position_dependent_error(const std::vector<Diagnostic> &diags) {
     std::string first = d.message.substr(0, d.message.find('\n'));
     r.reloc = after(first, "relocation ");
     r.reloc = r.reloc.substr(0, r.reloc.find(' '));
-    r.symbol = after(first, "against symbol '");
-    r.symbol = r.symbol.substr(0, r.symbol.find('\''));
+    r.symbol = position_dependent_symbol(d);
     r.defined_in = base_name(after(d.message, ">>> defined in "));
     std::size_t pos = 0;
     while ((pos = d.message.find(">>>", pos)) != std::string::npos) {
@@ -102,6 +96,19 @@ Error position_dependent_error(const std::vector<Diagnostic> &diags) {
 }
 
 } // namespace
+
+bool position_dependent(const Diagnostic &d) {
+  return d.severity == Severity::Error &&
+         d.message.find("cannot be used against symbol") != std::string::npos &&
+         d.message.find("recompile with -fPIC") != std::string::npos;
+}
+
+std::string position_dependent_symbol(const Diagnostic &d) {
+  if (!position_dependent(d))
+    return {};
+  std::string symbol = after(d.message.substr(0, d.message.find('\n')), "against symbol '");
+  return symbol.substr(0, symbol.find('\''));
+}
 
 std::vector<Diagnostic> parse_diagnostics(const Job &job,
                                           const std::string &text) {

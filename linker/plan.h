@@ -66,6 +66,11 @@ std::vector<Diagnostic> parse_diagnostics(const Job &job,
 Error link_error(const std::vector<Diagnostic> &diagnostics, const Plan &plan,
                  const LinkRequest &request, const std::string &fallback);
 
+// Whether `d` is lld's "relocation R cannot be used against symbol 'S';
+// recompile with -fPIC", and then S.
+bool position_dependent(const Diagnostic &d);
+std::string position_dependent_symbol(const Diagnostic &d);
+
 // Whether lld stopped at its error limit while reporting relocations no
 // shared object can hold (whose refusal names every member that has one).
 bool needs_every_error(const std::vector<Diagnostic> &diagnostics);

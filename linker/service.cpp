@@ -64,6 +64,14 @@ cache::Artifact take_artifact(LinkResult &result) {
 
 } // namespace
 
+// What a failed run may try again: the platform's revision of the plan
+// (while each revision changes something, a few times at most), and lld
+// without its error limit (once).
+struct Reruns {
+  int revisions = 0;
+  bool every_error = false;
+};
+
 struct LinkService::Impl {
   std::string worker_exe;
   unsigned max_workers;
@@ -93,8 +101,9 @@ struct LinkService::Impl {
   std::shared_ptr<cache::Cache> cache;
 
   Expected<Slot> acquire(Execution mode, bool needs_worker);
-  std::optional<Error> run(const LinkRequest &req, const Plan &plan, LinkResult &res,
-                           bool rerun = false);
+  std::optional<Error> run(const LinkRequest &req, const Plan &plan, LinkResult &res, Reruns reruns = {});
+  std::optional<Error> rerun_after_failure(const LinkRequest &req, const Plan &plan, LinkResult &res,
+                                           std::size_t planned, Reruns reruns, int ret_code);
   void release(Slot slot);
   LinkResult link(const LinkRequest &req);
   std::optional<Error> link_cached(const LinkRequest &req, const Plan &plan, LinkResult &res);
@@ -150,7 +159,8 @@ void LinkService::Impl::release(Slot slot) {
 // Runs the planned link (in-process or in a worker); fills res.artifact,
 // res.implib and lld's diagnostics.
 std::optional<Error> LinkService::Impl::run(const LinkRequest &req, const Plan &plan,
-                                            LinkResult &res, bool rerun) {
+                                            LinkResult &res, Reruns reruns) {
+  const std::size_t planned = res.diagnostics.size(); // planning's, before lld's
   res.command.clear();
   res.command.push_back(plan.job.flavor);
   for (const Arg &a : plan.job.args)
@@ -188,23 +198,38 @@ std::optional<Error> LinkService::Impl::run(const LinkRequest &req, const Plan &
     return make_error(ErrorCode::OutputError, out.setup_error, {}, {},
                       "check free space in the scratch directory "
                       "(/dev/shm, or set HOTLINK_TMPDIR)");
-  if (out.ret_code != 0) {
-    if (needs_every_error(res.diagnostics) && !rerun) {
-      // lld stopped at its error limit, and the refusal must name every
-      // archive member that has such an error: once more, without a limit
-      // (paid only by a link that failed this way).
-      Plan again = plan;
-      again.job.args.push_back(Arg{"--error-limit=0", false, {}, {}});
-      res.diagnostics.clear();
-      return run(req, again, res, /*rerun=*/true);
-    }
-    return link_error(res.diagnostics, plan, req,
-                      "lld failed (exit code " + std::to_string(out.ret_code) + ")");
-  }
+  if (out.ret_code != 0)
+    return rerun_after_failure(req, plan, res, planned, reruns, out.ret_code);
   res.artifact = std::move(out.artifact);
   res.implib = std::move(out.implib);
   res.pdb = std::move(out.pdb);
   return std::nullopt;
+}
+
+// A failed run: again with the platform's revision of the plan (its
+// warnings kept), or without lld's error limit when the refusal must name
+// every archive member that has an error (paid only by a link that failed
+// this way); else the failure, classified.
+std::optional<Error> LinkService::Impl::rerun_after_failure(const LinkRequest &req, const Plan &plan,
+                                                            LinkResult &res, std::size_t planned, Reruns reruns,
+                                                            int ret_code) {
+  std::vector<Diagnostic> lld_said(res.diagnostics.begin() + static_cast<std::ptrdiff_t>(planned),
+                                   res.diagnostics.end());
+  Plan again = plan;
+  std::vector<Diagnostic> changes;
+  if (reruns.revisions < 4 && plan.platform && plan.platform->revise_after_failure(again, lld_said, changes)) {
+    res.diagnostics.resize(planned);
+    res.diagnostics.insert(res.diagnostics.end(), changes.begin(), changes.end());
+    ++reruns.revisions;
+    return run(req, again, res, reruns);
+  }
+  if (!reruns.every_error && needs_every_error(lld_said)) {
+    again.job.args.push_back(Arg{"--error-limit=0", false, {}, {}});
+    res.diagnostics.resize(planned);
+    reruns.every_error = true;
+    return run(req, again, res, reruns);
+  }
+  return link_error(res.diagnostics, plan, req, "lld failed (exit code " + std::to_string(ret_code) + ")");
 }
 
 namespace {

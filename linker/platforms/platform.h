@@ -164,6 +164,14 @@ public:
   virtual std::optional<Error> runtime_libraries(PlanContext &) { return std::nullopt; }
   // After a failed link: what to do about an undefined symbol.
   virtual std::string undefined_hint(const LinkRequest &, const std::string &symbol) const = 0;
+  // After a failed link: a change to `plan` that lets it link (ELF:
+  // exported data that code reaches PC-relative is bound inside the
+  // artifact), with a warning in `changes` for each thing it gave up so
+  // far. false: nothing more to change, the failure stands.
+  virtual bool revise_after_failure(Plan &, const std::vector<Diagnostic> &, std::vector<Diagnostic> &changes) {
+    (void)changes;
+    return false;
+  }
 };
 
 // A row of the target table.

@@ -1,6 +1,7 @@
 // The ELF platform (GNU/Linux): `clang -shared`'s runtime environment
 // (runtime.h), a version script for the exports, and a user's version
 // script merged into it.
+#include "linker/platforms/elf/binding.h"
 #include "linker/platforms/elf/runtime.h"
 #include "linker/platforms/table.h"
 
@@ -161,7 +162,12 @@ public:
       a.push_back(in_dir("--version-script=", "user.ver"));
       plan.export_file += "# merged with " + ctx.request.elf.version_script + ":\n" + user_script_;
     }
-    return std::nullopt;
+    return dynamic_list(ctx);
+  }
+
+  bool revise_after_failure(Plan &plan, const std::vector<Diagnostic> &lld_said,
+                            std::vector<Diagnostic> &changes) override {
+    return bind_position_dependent_data(binding_, plan, lld_said, changes);
   }
 
   std::vector<std::string> library_files(const std::string &name) const override {
@@ -192,6 +198,22 @@ public:
   }
 
 private:
+  // Exported variables (and weak definitions) stay preemptible under
+  // -Bsymbolic-non-weak (binding.h).
+  std::optional<Error> dynamic_list(PlanContext &ctx) {
+    if (!ctx.request.elf.symbolic)
+      return std::nullopt;
+    binding_ = plan_binding(ctx);
+    if (binding_.preemptible.empty())
+      return std::nullopt;
+    auto list = exports::write_dynamic_list(binding_.preemptible);
+    if (!list)
+      return list.take_error();
+    ctx.add_file(kDynamicList, *list);
+    ctx.job().args.push_back(in_dir("--dynamic-list=", kDynamicList));
+    return std::nullopt;
+  }
+
   // A user's version script: its nodes claim some names (exported with
   // their versions, by the script itself); the policy's other exports go
   // into hotlink's anonymous node, which also makes everything else local.
@@ -268,6 +290,7 @@ private:
   bool has_user_script_ = false;
   std::string user_script_;
   std::vector<exports::Export> anonymous_exports_;
+  Binding binding_;
 };
 
 bool serves(const llvm::Triple &t, TargetInfo &info) {
