@@ -43,6 +43,11 @@ std::string warning_for(const std::string &symbol) {
 
 Binding plan_binding(const PlanContext &ctx) {
   Binding b;
+  // Most links export functions only (the entry-point convention): nothing
+  // to list, and no symbol table to index.
+  if (ctx.export_list && std::none_of(ctx.plan.exports.begin(), ctx.plan.exports.end(),
+                                      [](const exports::Export &e) { return e.data; }))
+    return b;
   auto defined = definitions(ctx);
   for (const exports::Export &e : exported(ctx)) {
     auto it = defined.find(e.symbol);
