@@ -89,12 +89,15 @@ struct ElfOptions {
   // with their versions, the policy's other exports unversioned, and
   // everything else stays local.
   std::string version_script;
-  // References to the artifact's own non-weak definitions bind inside it
+  // References to the artifact's own non-weak functions bind inside it
   // (-Bsymbolic-non-weak). Distribution static libraries are built as PIE,
-  // whose code reaches its own globals PC-relative; without this such code
-  // cannot go into a shared object. Weak definitions (C++ inline functions,
-  // typeinfo) stay preemptible. false: every exported symbol is
-  // preemptible, as with a plain `clang -shared`.
+  // whose code reaches its own functions PC-relative; without this such
+  // code cannot go into a shared object. Exported variables and weak
+  // definitions (C++ inline functions, typeinfo) stay preemptible, so a
+  // host's copy relocation and the library see one variable; a variable
+  // that PIE code reaches PC-relative is bound inside, with a warning
+  // naming it. false: every exported symbol is preemptible, as with a
+  // plain `clang -shared`.
   bool symbolic = true;
   // With the runtime environment, shared libraries reach lld as stubs
   // holding only the symbols the link names (a fraction of lld's time;
