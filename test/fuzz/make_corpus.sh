@@ -69,7 +69,7 @@ cp bigobj.o "$out/fuzz_objects/x86_64-bigobj.obj"
 # with a kernel using LDS.
 cat > device.c <<'C'
 __attribute__((device_kernel)) void add(float *a, const float *b, int n) {
-  __attribute__((address_space(3))) static float tile[64];
+  __attribute__((address_space(3), loader_uninitialized)) static float tile[64];
   int i = __builtin_amdgcn_workitem_id_x();
   tile[i & 63] = b[i];
   if (i < n) a[i] += tile[63 - (i & 63)];
