@@ -20,11 +20,12 @@ std::unordered_map<std::string, const exports::Symbol *> definitions(const PlanC
 }
 
 // Without an export list (--policy none) every definition is exported.
-std::vector<exports::Export> exported(const PlanContext &ctx) {
+std::vector<exports::Export> exported(const PlanContext &ctx,
+                                      const std::unordered_map<std::string, const exports::Symbol *> &defined) {
   if (ctx.export_list)
     return ctx.plan.exports;
   std::vector<exports::Export> all;
-  for (const auto &[name, s] : definitions(ctx))
+  for (const auto &[name, s] : defined)
     all.push_back({name, name, s->data});
   std::sort(all.begin(), all.end(), [](const exports::Export &a, const exports::Export &b) { return a.symbol < b.symbol; });
   return all;
@@ -49,7 +50,7 @@ Binding plan_binding(const PlanContext &ctx) {
                                       [](const exports::Export &e) { return e.data; }))
     return b;
   auto defined = definitions(ctx);
-  for (const exports::Export &e : exported(ctx)) {
+  for (const exports::Export &e : exported(ctx, defined)) {
     auto it = defined.find(e.symbol);
     if (it == defined.end())
       continue;
