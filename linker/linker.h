@@ -71,6 +71,15 @@ enum class Runtime { Auto, None };
 // symbols), else none.
 enum class CxxRuntime { Auto, Libstdcxx, Libcxx, None };
 
+// ELF: the OpenMP runtime, added through clang's driver (-fopenmp=LIB).
+// Auto: libomp when an input calls clang's entry points (__kmpc_*; libomp
+// also implements GCC's GOMP_*, so a link mixing clang- and GCC-built
+// OpenMP objects gets libomp too), libgomp when the inputs call only
+// GCC's (GOMP_*), and for calls to the OpenMP API alone (omp_*) libomp
+// where it is installed, else libgomp; none when nothing calls OpenMP.
+// None: no OpenMP runtime (the loading process provides one).
+enum class OpenMpRuntime { Auto, Libomp, Libgomp, None };
+
 // ELF with the runtime environment: when the startup objects (crti.o,
 // crtbeginS.o, crtendS.o, crtn.o) are linked. Needed: when the link uses
 // what they provide: __dso_handle (atexit, pthread_atfork, C++ static and
@@ -173,6 +182,7 @@ struct LinkRequest {
   // The runtime environment a compiler driver adds (ELF and *-w64-mingw32).
   Runtime runtime = Runtime::Auto;
   CxxRuntime cxx_runtime = CxxRuntime::Auto;
+  OpenMpRuntime openmp_runtime = OpenMpRuntime::Auto; // ELF
   // Archive members to leave out: "member.o" (in any archive input) or
   // "libx.a(member.o)"; globs allowed. Their symbols are not exported.
   std::vector<std::string> exclude_members;
@@ -241,6 +251,9 @@ struct LinkResult {
   // mingw-w64 sysroot hotlink's own libraries ("hotlink-msvc-cxx.lib",
   // "vcruntime140.lib", ...); empty for a bare link.
   std::vector<std::string> runtime;
+  // ELF: the libraries added for what the inputs call, each with why:
+  // "-lm: exp, lgamma are libm's", "-fopenmp=libomp: __kmpc_fork_call".
+  std::vector<std::string> runtime_added;
   std::vector<Diagnostic> diagnostics; // everything lld said
   // lld's command line, one argument per element (argv[0] is the flavor);
   // files hotlink writes for lld are named "<scratch>/NAME". Empty on a

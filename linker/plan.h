@@ -33,6 +33,7 @@ struct Plan {
   std::string windows_crt;
   std::vector<Diagnostic> diagnostics;      // notes and warnings of planning
   std::vector<std::string> runtime;         // what the runtime environment added
+  std::vector<std::string> runtime_added;   // libraries added for the inputs' calls, with why
   // Identities of files outside the request that reach lld (the runtime
   // environment's, libraries found by -l): in the cache key.
   std::vector<std::string> fingerprints;

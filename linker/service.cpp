@@ -250,6 +250,7 @@ void report_plan(const Plan &plan, const LinkRequest &req, LinkResult &res) {
   res.import_thunks = plan.import_thunks;
   res.windows_crt = plan.windows_crt;
   res.runtime = plan.runtime;
+  res.runtime_added = plan.runtime_added;
 }
 
 // Every file the link publishes, reserved before lld runs, so that an

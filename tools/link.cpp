@@ -28,7 +28,7 @@ struct Options {
   std::vector<std::string> inputs;
   bool json = false, verbose = false, isolated = false, allow_undefined = false, no_undefined = false;
   bool no_support_objects = false, no_default_libs = false, no_runtime_stubs = false, no_symbolic = false;
-  std::string cxx_runtime = "auto", windows_crt, device_libs;
+  std::string cxx_runtime = "auto", openmp_runtime = "auto", windows_crt, device_libs;
   // The cache and its remote tier.
   std::string cache_dir, cache_max_bytes, sign_key, remote_url, remote_max_bytes;
   std::vector<std::string> trusted_keys;
@@ -75,6 +75,10 @@ void add_elf_options(CLI::App &app, Options &o) {
   app.add_option("--cxx-runtime", o.cxx_runtime,
                  "auto (default: libstdc++ when the inputs use C++; also for -w64-mingw32), libstdc++, libc++ "
                  "or none")
+      ->type_name("R")->group(elf);
+  app.add_option("--openmp-runtime", o.openmp_runtime,
+                 "auto (default: libomp for clang's OpenMP objects and mixed links, libgomp for GCC's alone), "
+                 "libomp, libgomp or none")
       ->type_name("R")->group(elf);
   app.add_flag("--no-symbolic", o.no_symbolic,
                "leave the artifact's own definitions preemptible (default: -Bsymbolic-non-weak, which "
@@ -205,6 +209,11 @@ std::optional<std::string> complete(Options &o) {
   else if (o.cxx_runtime == "libc++") r.cxx_runtime = CxxRuntime::Libcxx;
   else if (o.cxx_runtime == "none") r.cxx_runtime = CxxRuntime::None;
   else return "--cxx-runtime takes auto, libstdc++, libc++ or none, not '" + o.cxx_runtime + "'";
+  if (o.openmp_runtime == "auto") r.openmp_runtime = OpenMpRuntime::Auto;
+  else if (o.openmp_runtime == "libomp") r.openmp_runtime = OpenMpRuntime::Libomp;
+  else if (o.openmp_runtime == "libgomp") r.openmp_runtime = OpenMpRuntime::Libgomp;
+  else if (o.openmp_runtime == "none") r.openmp_runtime = OpenMpRuntime::None;
+  else return "--openmp-runtime takes auto, libomp, libgomp or none, not '" + o.openmp_runtime + "'";
   if (o.windows_crt == "ucrt") r.coff.windows_crt = WindowsCrt::Ucrt;
   else if (o.windows_crt == "msvcrt") r.coff.windows_crt = WindowsCrt::Msvcrt;
   else if (!o.windows_crt.empty()) return "--windows-crt takes ucrt or msvcrt, not '" + o.windows_crt + "'";
@@ -278,6 +287,8 @@ void print_verbose(const LinkResult &r) {
       rt += " " + x;
     std::fprintf(stderr, "runtime:%s\n", rt.c_str());
   }
+  for (const std::string &why : r.runtime_added)
+    std::fprintf(stderr, "added %s\n", why.c_str());
   const Timings &t = r.timings;
   std::fprintf(stderr,
                "time: validate %.3f ms, prepare %.3f ms, lld %.3f ms, cache %.3f ms, publish %.3f ms, total "
@@ -305,6 +316,8 @@ void print_result_json(const LinkResult &r) {
       {"system_libraries", array(r.system_libraries)},
       {"import_thunks", array(r.import_thunks)},
       {"windows_crt", r.windows_crt},
+      {"runtime", array(r.runtime)},
+      {"runtime_added", array(r.runtime_added)},
       {"export_file", r.export_file},
       {"def", r.def_path},
       {"implib", r.implib_path},

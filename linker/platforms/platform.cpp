@@ -211,7 +211,8 @@ std::optional<Error> refuse_other_options(const PlanContext &ctx, unsigned accep
   }
   if (!(accepted & kElfOptions))
     for (const auto &[set, flag] : {std::pair{!req.elf.soname.empty(), "--soname"},
-                                    std::pair{!req.elf.version_script.empty(), "--version-script"}})
+                                    std::pair{!req.elf.version_script.empty(), "--version-script"},
+                                    std::pair{req.openmp_runtime != OpenMpRuntime::Auto, "--openmp-runtime"}})
       if (set)
         return not_for_platform(flag, std::string(flag) + " is for ELF targets", triple,
                                 "drop the option, or link for a -linux-gnu target");

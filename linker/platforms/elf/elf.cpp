@@ -2,6 +2,7 @@
 // (runtime.h), a version script for the exports, and a user's version
 // script merged into it.
 #include "linker/platforms/elf/binding.h"
+#include "linker/platforms/elf/needs.h"
 #include "linker/platforms/elf/runtime.h"
 #include "linker/platforms/table.h"
 
@@ -30,8 +31,17 @@ SymbolScan scan_symbols(const PlanContext &ctx) {
         scan.versioned_definition |= s.name.find('@') != std::string::npos;
         continue;
       }
-      scan.undefined.insert(base_name(s.name));
-      scan.cxx_reference |= is_cxx_runtime_symbol(s.name);
+      std::string_view name = base_name(s.name);
+      scan.undefined.insert(name);
+      scan.cxx_reference |= is_cxx_runtime_symbol(name);
+      auto first = [&](std::string_view &slot, std::string_view prefix) {
+        if (slot.empty() && name.substr(0, prefix.size()) == prefix)
+          slot = name;
+      };
+      first(scan.kmpc, "__kmpc_");
+      first(scan.gomp, "GOMP_");
+      first(scan.omp_api, "omp_");
+      first(scan.gfortran, "_gfortran_");
     }
   return scan;
 }
@@ -84,16 +94,15 @@ public:
         names.insert(n);
     }
     const LinkRequest &req = ctx.request;
-    CxxLibrary cxx = cxx_library(ctx, scan);
     if (req.runtime == Runtime::None) {
       warn_bare(ctx, nullptr);
       return std::nullopt;
     }
-    auto env = runtime_environment(ctx.target(), req.sysroot, cxx);
-    if (!env)
-      return env.take_error();
-    if (!(*env)->has_libc) {
-      warn_bare(ctx, env->get());
+    auto needs = runtime_needs(ctx, scan);
+    if (!needs)
+      return needs.take_error();
+    if (!needs->env->has_libc) {
+      warn_bare(ctx, needs->env.get());
       return std::nullopt;
     }
     // The stubs hold what hotlink can see the link naming; libraries,
@@ -105,10 +114,13 @@ public:
                              names.count("__gmon_start__") || names.count("mcount") || names.count("__fentry__");
     for (const LoadedInput &l : ctx.inputs)
       choice.startup_objects |= l.info.startup_sections;
-    runtime_ = runtime_link(**env, names, choice);
-    env_ = env.value();
+    env_ = needs->env;
+    runtime_ = runtime_link(*env_, names, choice);
     ctx.plan.keep_alive = runtime_;
     ctx.plan.runtime = runtime_->used;
+    ctx.plan.runtime_added = std::move(needs->added);
+    ctx.plan.diagnostics.insert(ctx.plan.diagnostics.end(), needs->warnings.begin(), needs->warnings.end());
+    homes_ = std::move(needs->homes);
     ctx.plan.fingerprints.insert(ctx.plan.fingerprints.end(), env_->fingerprints.begin(), env_->fingerprints.end());
     return std::nullopt;
   }
@@ -191,7 +203,10 @@ public:
     return std::nullopt;
   }
 
-  std::string undefined_hint(const LinkRequest &, const std::string &) const override {
+  std::string undefined_hint(const LinkRequest &, const std::string &symbol) const override {
+    auto home = homes_.find(symbol);
+    if (home != homes_.end())
+      return home->second.path + " defines it: add -l " + home->second.name;
     return "add the object or library that defines it (-l NAME, -L DIR); an ELF shared object "
            "may also leave it to the loader (drop --no-undefined), and a hidden symbol must be "
            "defined inside the artifact";
@@ -291,6 +306,7 @@ private:
   std::string user_script_;
   std::vector<exports::Export> anonymous_exports_;
   Binding binding_;
+  std::map<std::string, LibraryHome, std::less<>> homes_; // of undefined names
 };
 
 bool serves(const llvm::Triple &t, TargetInfo &info) {
@@ -305,11 +321,14 @@ bool serves(const llvm::Triple &t, TargetInfo &info) {
 
 std::unique_ptr<PlatformLink> start(const TargetInfo &, const LinkRequest &) { return std::make_unique<ElfLink>(); }
 
-// One function, as a JIT's smallest kernel.
+// One function calling the host, as a JIT's smallest kernel: the link
+// also lists the library directories for what it leaves undefined.
 std::vector<std::uint8_t> warm_up_object(const TargetInfo &target) {
-  auto obj = assemble(target.triple, ".text\n.globl hotlink_warm_up\n"
-                                     ".type hotlink_warm_up,@function\nhotlink_warm_up:\n  ret\n"
-                                     ".section .note.GNU-stack,\"\",@progbits\n");
+  const char *call = target.arch == exports::Arch::AArch64 ? "  b hotlink_warm_up_host\n"
+                                                            : "  jmp hotlink_warm_up_host@PLT\n";
+  auto obj = assemble(target.triple, std::string(".text\n.globl hotlink_warm_up\n"
+                                                 ".type hotlink_warm_up,@function\nhotlink_warm_up:\n") +
+                                         call + ".section .note.GNU-stack,\"\",@progbits\n");
   return obj ? std::move(obj.value()) : std::vector<std::uint8_t>();
 }
 

@@ -39,6 +39,15 @@ const char *to_string(CxxLibrary c) {
   return "none";
 }
 
+const char *to_string(OpenMpLibrary o) {
+  switch (o) {
+  case OpenMpLibrary::None: return "none";
+  case OpenMpLibrary::Libomp: return "libomp";
+  case OpenMpLibrary::Libgomp: return "libgomp";
+  }
+  return "none";
+}
+
 bool is_cxx_runtime_symbol(std::string_view n) {
   auto starts = [&](std::string_view p) { return n.substr(0, p.size()) == p; };
   return starts("_Z") || starts("__cxa_") || starts("__gxx_personality") ||
@@ -57,17 +66,27 @@ constexpr const char *kPlaceholder = "hotlink-inputs.o";
 } // namespace
 
 Expected<DriverLine> driver_link_line(const TargetInfo &target, const std::string &sysroot,
-                                      CxxLibrary cxx) {
+                                      const RuntimeSelection &selection) {
   std::vector<std::string> args = {"clang", "--target=" + target.triple, "-shared",
                                    "-fuse-ld=lld"};
   if (!sysroot.empty())
     args.push_back("--sysroot=" + sysroot);
-  switch (cxx) {
+  switch (selection.cxx) {
   case CxxLibrary::None: break;
   case CxxLibrary::Libstdcxx: args.push_back("--driver-mode=g++"); args.push_back("-stdlib=libstdc++"); break;
   case CxxLibrary::Libcxx: args.push_back("--driver-mode=g++"); args.push_back("-stdlib=libc++"); break;
   }
+  if (selection.openmp != OpenMpLibrary::None)
+    args.push_back(std::string("-fopenmp=") + to_string(selection.openmp));
   args.push_back(kPlaceholder);
+  // After the inputs, as gfortran's libgfortran.spec and `-lm` on a
+  // command line put them.
+  if (selection.fortran)
+    args.push_back("-lgfortran");
+  if (selection.quadmath)
+    args.push_back("-lquadmath");
+  if (selection.libm || selection.fortran)
+    args.push_back("-lm");
   auto jobs = driver_jobs(target.triple, args, "--target", "check the target and --sysroot");
   if (!jobs) {
     Error e = jobs.take_error();
@@ -103,6 +122,8 @@ namespace {
 
 bool exists(const std::string &p) { return llvm::sys::fs::exists(p); }
 
+constexpr const char *kOtherMachine = " is for another machine";
+
 class Resolver {
 public:
   Resolver(RuntimeEnvironment &env, const std::vector<std::string> &search)
@@ -124,7 +145,7 @@ public:
       if (!lib)
         return fail(lib.error().message);
       if (lib->machine != machine_)
-        return fail(path + " is for another machine");
+        return fail(path + kOtherMachine);
       // lld keeps the first library of a soname, needed if any occurrence
       // was not --as-needed: a repeated one adds nothing but its flag.
       auto seen = seen_.find("soname " + lib->soname);
@@ -188,12 +209,20 @@ public:
           break;
         }
       }
-    if (found.empty())
+    if (found.empty()) {
+      not_found.push_back(name);
       return fail("-l" + name + " is not in the library directories");
-    return add_file(found, as_needed, out, depth);
+    }
+    if (!add_file(found, as_needed, out, depth)) {
+      if (llvm::StringRef(why).ends_with(kOtherMachine))
+        not_found.push_back(name); // lld would refuse it as incompatible
+      return false;
+    }
+    return true;
   }
 
   std::string why;
+  std::vector<std::string> not_found;
   std::uint16_t machine_ = 0;
 
 private:
@@ -339,10 +368,6 @@ bool takes_value(StringRef a) {
          a == "--version-script" || a == "-hash-style";
 }
 
-std::uint16_t elf_machine(const TargetInfo &t) {
-  return t.arch == exports::Arch::AArch64 ? llvm::ELF::EM_AARCH64 : llvm::ELF::EM_X86_64;
-}
-
 // Resolves the line's libraries and scripts to files. On failure the
 // environment still links, with the line as the driver gave it.
 void expand(RuntimeEnvironment &env, const TargetInfo &target) {
@@ -354,6 +379,7 @@ void expand(RuntimeEnvironment &env, const TargetInfo &target) {
     else if (a.starts_with("-L") && a.size() > 2)
       search.push_back(a.substr(2).str());
   }
+  env.search_dirs = search;
   Resolver r(env, search);
   r.machine_ = elf_machine(target);
   bool as_needed = false, is_static = false;
@@ -392,6 +418,7 @@ void expand(RuntimeEnvironment &env, const TargetInfo &target) {
     }
   }
   env.expanded = ok;
+  env.not_found = r.not_found;
   if (!ok) {
     env.not_expanded = r.why;
     env.before.clear();
@@ -434,9 +461,9 @@ void find_libc(RuntimeEnvironment &env, const TargetInfo &target) {
 
 struct EnvKey {
   std::string triple, sysroot;
-  CxxLibrary cxx;
+  RuntimeSelection selection;
   bool operator<(const EnvKey &o) const {
-    return std::tie(triple, sysroot, cxx) < std::tie(o.triple, o.sysroot, o.cxx);
+    return std::tie(triple, sysroot, selection) < std::tie(o.triple, o.sysroot, o.selection);
   }
 };
 
@@ -444,6 +471,40 @@ std::mutex g_env_mutex;
 std::map<EnvKey, std::shared_ptr<const RuntimeEnvironment>> g_envs;
 
 } // namespace
+
+std::uint16_t elf_machine(const TargetInfo &t) {
+  return t.arch == exports::Arch::AArch64 ? llvm::ELF::EM_AARCH64 : llvm::ELF::EM_X86_64;
+}
+
+bool environment_defines(const RuntimeEnvironment &env, std::string_view name) {
+  llvm::StringRef n(name.data(), name.size());
+  for (const SharedLibrary &s : env.shared)
+    if (s.defined.count(n))
+      return true;
+  for (const ArchiveSymbols &a : env.archives)
+    if (a.defined.count(n))
+      return true;
+  return false;
+}
+
+bool library_definitions(const std::string &path, const std::string &sysroot, std::uint16_t machine,
+                         const std::function<void(llvm::StringRef)> &each) {
+  RuntimeEnvironment scratch;
+  scratch.sysroot = sysroot;
+  std::vector<std::string> no_search;
+  Resolver r(scratch, no_search);
+  r.machine_ = machine;
+  std::vector<RuntimeItem> items;
+  if (!r.add_file(path, false, items))
+    return false;
+  for (const SharedLibrary &s : scratch.shared)
+    for (const auto &d : s.defined)
+      each(d.getKey());
+  for (const ArchiveSymbols &a : scratch.archives)
+    for (const auto &d : a.defined)
+      each(d.getKey());
+  return true;
+}
 
 std::string file_fingerprint(const std::string &path) {
   struct stat st;
@@ -454,20 +515,20 @@ std::string file_fingerprint(const std::string &path) {
 }
 
 Expected<std::shared_ptr<const RuntimeEnvironment>>
-runtime_environment(const TargetInfo &target, const std::string &sysroot, CxxLibrary cxx) {
-  EnvKey key{target.triple, sysroot, cxx};
+runtime_environment(const TargetInfo &target, const std::string &sysroot, const RuntimeSelection &selection) {
+  EnvKey key{target.triple, sysroot, selection};
   std::lock_guard<std::mutex> lock(g_env_mutex);
   auto it = g_envs.find(key);
   if (it != g_envs.end())
     return it->second;
   auto t0 = std::chrono::steady_clock::now();
-  auto line = driver_link_line(target, sysroot, cxx);
+  auto line = driver_link_line(target, sysroot, selection);
   if (!line)
     return line.take_error();
   auto env = std::make_shared<RuntimeEnvironment>();
   env->triple = target.triple;
   env->sysroot = sysroot;
-  env->cxx = cxx;
+  env->selection = selection;
   env->line = std::move(line->args);
   env->input_position = line->input_position;
   expand(*env, target);

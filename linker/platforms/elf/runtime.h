@@ -33,10 +33,12 @@
 #include "llvm/ADT/StringSet.h"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -45,9 +47,25 @@ namespace hotlink::detail {
 
 enum class CxxLibrary { None, Libstdcxx, Libcxx };
 const char *to_string(CxxLibrary c); // "none", "libstdc++", "libc++"
+enum class OpenMpLibrary { None, Libomp, Libgomp };
+const char *to_string(OpenMpLibrary o); // "none", "libomp", "libgomp"
+
+// The runtimes a compiler driver adds for what the inputs are: the C++
+// runtime (clang++), the OpenMP runtime (-fopenmp=libomp / libgomp),
+// gfortran's libgfortran (with libm, as its libgfortran.spec has it) and
+// libquadmath, and libm.
+struct RuntimeSelection {
+  CxxLibrary cxx = CxxLibrary::None;
+  OpenMpLibrary openmp = OpenMpLibrary::None;
+  bool fortran = false, quadmath = false, libm = false;
+  auto tie() const { return std::tie(cxx, openmp, fortran, quadmath, libm); }
+  bool operator<(const RuntimeSelection &o) const { return tie() < o.tie(); }
+  bool operator==(const RuntimeSelection &o) const { return tie() == o.tie(); }
+};
 
 // The link line `clang -shared -fuse-ld=lld --target=T [--sysroot=S]`
-// (--driver-mode=g++ with a C++ library) runs, from clang's driver as a
+// (--driver-mode=g++ with a C++ library, -fopenmp=LIB, and -lgfortran,
+// -lquadmath, -lm after the inputs) runs, from clang's driver as a
 // library: the linker's arguments without argv[0], -o and its value, and
 // with the inputs' place marked.
 struct DriverLine {
@@ -55,7 +73,7 @@ struct DriverLine {
   std::size_t input_position = 0;
 };
 Expected<DriverLine> driver_link_line(const TargetInfo &target, const std::string &sysroot,
-                                      CxxLibrary cxx);
+                                      const RuntimeSelection &selection);
 
 // One dynamic symbol definition of a shared library, as a stub repeats it.
 struct StubSymbol {
@@ -110,7 +128,7 @@ struct RuntimeItem {
 struct RuntimeEnvironment {
   std::string triple;
   std::string sysroot;
-  CxxLibrary cxx = CxxLibrary::None;
+  RuntimeSelection selection;
   bool has_libc = false;
   std::string missing; // without a C library: what was looked for, where
   // The driver's link line, minus -o and its placeholder input; the
@@ -122,6 +140,11 @@ struct RuntimeEnvironment {
   // stand in for its shared libraries.
   bool expanded = false;
   std::string not_expanded; // why not
+  // -l NAMEs of the line that no library directory holds for the target
+  // (e.g. -lomp for a cross target without its OpenMP runtime).
+  std::vector<std::string> not_found;
+  // The line's library directories (-L), in order, as lld searches them.
+  std::vector<std::string> search_dirs;
   std::vector<RuntimeItem> before, after;
   std::vector<SharedLibrary> shared;
   std::vector<ArchiveSymbols> archives;
@@ -138,7 +161,21 @@ struct RuntimeEnvironment {
 };
 
 Expected<std::shared_ptr<const RuntimeEnvironment>>
-runtime_environment(const TargetInfo &target, const std::string &sysroot, CxxLibrary cxx);
+runtime_environment(const TargetInfo &target, const std::string &sysroot, const RuntimeSelection &selection);
+
+// Whether one of the environment's libraries defines `name` (versions
+// stripped): what the link resolves without the inputs' help.
+bool environment_defines(const RuntimeEnvironment &env, std::string_view name);
+
+// The ELF machine (EM_*) of a target.
+std::uint16_t elf_machine(const TargetInfo &target);
+
+// Calls `each` with every name a library file defines as lld would read it
+// for -l: a shared object's dynamic definitions (a linker script's members
+// followed, as libc.so and libm.so are), or an archive's symbol table.
+// false when it is not for `machine` or cannot be read.
+bool library_definitions(const std::string &path, const std::string &sysroot, std::uint16_t machine,
+                         const std::function<void(llvm::StringRef)> &each);
 
 // The environment's part of one link.
 struct RuntimeLink {
@@ -187,6 +224,10 @@ bool is_cxx_runtime_symbol(std::string_view name);
 struct SymbolScan {
   std::unordered_set<std::string_view> undefined;
   bool cxx_reference = false, versioned_definition = false;
+  // A name each runtime defines, when an input references one: clang's
+  // OpenMP entry points (__kmpc_*), GCC's (GOMP_*), the OpenMP API
+  // (omp_*), gfortran's runtime (_gfortran_*).
+  std::string_view kmpc, gomp, omp_api, gfortran;
 };
 SymbolScan scan_symbols(const PlanContext &ctx);
 

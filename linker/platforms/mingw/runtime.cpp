@@ -99,7 +99,7 @@ mingw_environment(const TargetInfo &target, const std::string &sysroot, CxxLibra
   if (it != known.end())
     return it->second;
   auto t0 = std::chrono::steady_clock::now();
-  auto line = driver_link_line(target, driver_sysroot(sysroot), cxx);
+  auto line = driver_link_line(target, driver_sysroot(sysroot), RuntimeSelection{cxx});
   if (!line)
     return line.take_error();
   auto env = std::make_shared<MingwEnvironment>();
