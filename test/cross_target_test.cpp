@@ -83,6 +83,100 @@ TEST(WasmInNode, LinkedKernelIsInstantiatedAndCalled) {
   EXPECT_EQ(o.getInteger("argv_out"), 142);
 }
 
+// --- wasm32-wasi: wasi-libc, run under Node's WASI ----------------------------------
+
+// Node's WASI (preview1) runs a reactor: initialize() calls _initialize
+// (the C constructors), then run(5). Prints the exports on stderr's last
+// line and what the C code printed on stdout.
+const char *kWasiRunner = R"JS(
+const { readFileSync } = require('node:fs');
+const { WASI } = require('node:wasi');
+(async () => {
+  const wasi = new WASI({ version: 'preview1', args: [], env: {} });
+  const mod = await WebAssembly.compile(readFileSync(process.argv[2]));
+  const inst = await WebAssembly.instantiate(mod, wasi.getImportObject());
+  wasi.initialize(inst);
+  const rc = inst.exports.run(5);
+  console.log('rc ' + rc);
+  console.error(WebAssembly.Module.exports(mod).map(e => e.name).sort().join(' '));
+})().catch(err => { console.error(String(err)); process.exit(1); });
+)JS";
+
+const char *kWasiModule = R"C(
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+static int ready;
+__attribute__((constructor)) static void init(void) { ready = 42; }
+int run(int n) {
+  char *buf = malloc(64);
+  strcpy(buf, "hello from wasi");
+  printf("%s: len %zu, ready %d, n %d\n", buf, strlen(buf), ready, n);
+  fflush(stdout);
+  int len = (int)strlen(buf);
+  free(buf);
+  return len + n;
+}
+)C";
+
+class WasiInNode : public ::testing::TestWithParam<const char *> {};
+
+// The module links with default options (wasi-libc, crt1-reactor.o,
+// compiler-rt) and Node runs it: the constructor ran, malloc, strlen and
+// printf work, and the reactor's _initialize is exported.
+TEST_P(WasiInNode, ACModuleWithLibcRunsAsAReactor) {
+  LinkService svc;
+  LinkRequest req;
+  req.target = GetParam();
+  req.inputs.push_back(Input::memory("module.o", test::compile_c("wasm32-wasi", kWasiModule, {"-Wno-deprecated"})));
+  req.exports = ExportPolicy::list({"run"});
+  std::string dir = test::temp_dir();
+  req.output_path = dir + "/module.wasm";
+  LinkResult r = svc.link(req);
+  ASSERT_TRUE(r.ok()) << r.error->to_string();
+  EXPECT_EQ(r.runtime, (std::vector<std::string>{"crt1-reactor.o", "libc.a", "libclang_rt.builtins-wasm32.a"}));
+  EXPECT_NE(std::find(r.exports.begin(), r.exports.end(), "_initialize"), r.exports.end());
+  std::string script = dir + "/run.js";
+  test::write_file(script, Bytes(kWasiRunner, kWasiRunner + std::strlen(kWasiRunner)));
+  test::RunOptions o;
+  o.timeout_seconds = 60;
+  test::Run run = test::run({HOTLINK_TEST_NODE, script, req.output_path}, o);
+  ASSERT_EQ(run.code, 0) << run.err;
+  EXPECT_EQ(run.out, "hello from wasi: len 15, ready 42, n 5\nrc 20\n");
+  EXPECT_NE(run.err.find("_initialize memory run"), std::string::npos) << run.err;
+}
+
+INSTANTIATE_TEST_SUITE_P(Spellings, WasiInNode, ::testing::Values("wasm32-wasi", "wasm32-wasip1"));
+
+// Without wasi-libc (a sysroot that has none), an error names what is
+// missing, where it was looked for, and the Debian package.
+TEST(Wasi, WithoutWasiLibcTheErrorNamesThePackage) {
+  LinkService svc;
+  LinkRequest req;
+  req.target = "wasm32-wasi";
+  req.sysroot = test::temp_dir();
+  req.inputs.push_back(Input::memory("module.o", test::compile_c("wasm32-wasi", kWasiModule, {"-Wno-deprecated"})));
+  req.exports = ExportPolicy::list({"run"});
+  LinkResult r = svc.link(req);
+  ASSERT_FALSE(r.ok());
+  std::string said = r.error->to_string();
+  EXPECT_NE(said.find("wasi-libc"), std::string::npos) << said;
+  EXPECT_NE(said.find(req.sysroot), std::string::npos) << said;
+  EXPECT_NE(said.find("install Debian's wasi-libc"), std::string::npos) << said;
+  // --no-default-libs links the module alone (its libc calls unresolved).
+  req.runtime = Runtime::None;
+  req.undefined = Undefined::Allow;
+  LinkResult bare = svc.link(req);
+  ASSERT_TRUE(bare.ok()) << bare.error->to_string();
+  EXPECT_TRUE(bare.runtime.empty());
+}
+
+TEST(Wasi, TargetsListBothSpellings) {
+  std::vector<std::string> t = supported_targets();
+  EXPECT_NE(std::find(t.begin(), t.end(), "wasm32-wasi"), t.end());
+  EXPECT_NE(std::find(t.begin(), t.end(), "wasm32-wasip1"), t.end());
+}
+
 // A JIT-style kernel that calls the C library and a host function.
 const char *kMachOKernel =
     "void *memcpy(void *, const void *, unsigned long);\n"

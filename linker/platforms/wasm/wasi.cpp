@@ -1,0 +1,129 @@
+// wasi-libc's link line from clang's driver (see wasi.h).
+#include "linker/platforms/wasm/wasi.h"
+#include "linker/platforms/clang_driver.h"
+#include "linker/platforms/elf/runtime.h" // file_fingerprint
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/TargetParser/Triple.h"
+
+#include <map>
+#include <mutex>
+
+namespace hotlink::detail {
+
+namespace {
+
+constexpr const char *kPlaceholder = "hotlink-inputs.o";
+
+struct DriverLine {
+  std::vector<std::string> before, after, dirs;
+};
+
+Expected<DriverLine> reactor_line(const std::string &triple, const std::string &sysroot) {
+  std::vector<std::string> args = {"clang", "--target=" + triple, "-mexec-model=reactor", "-Wno-deprecated"};
+  if (!sysroot.empty())
+    args.push_back("--sysroot=" + sysroot);
+  args.push_back(kPlaceholder);
+  auto jobs = driver_jobs(triple, args, "--target", "check the target and --sysroot");
+  if (!jobs)
+    return jobs.take_error();
+  for (const DriverJob &job : *jobs) {
+    if (!job.link)
+      continue;
+    DriverLine line;
+    bool after = false;
+    for (std::size_t i = 0; i < job.args.size(); ++i) {
+      const std::string &a = job.args[i];
+      if (a == "-o" && i + 1 < job.args.size()) {
+        ++i;
+        continue;
+      }
+      if (a == kPlaceholder) {
+        after = true;
+        continue;
+      }
+      if (llvm::StringRef(a).starts_with("-L"))
+        line.dirs.push_back(a.substr(2));
+      (after ? line.after : line.before).push_back(a);
+    }
+    return line;
+  }
+  return make_error(ErrorCode::Internal, "clang's driver made no link job for " + triple);
+}
+
+// What the line names that is not there: crt1-reactor.o and libc.a
+// (wasi-libc), the builtins archive (compiler-rt for wasm32).
+std::string missing_from(const DriverLine &line) {
+  for (const std::string &a : line.before)
+    if (llvm::StringRef(a).ends_with("crt1-reactor.o") && !llvm::sys::fs::exists(a))
+      return "libc";
+  if (find_library_file(line.dirs, {"libc.a"}).empty())
+    return "libc";
+  for (const std::string &a : line.after)
+    if (llvm::StringRef(a).ends_with(".a") && !llvm::sys::fs::exists(a))
+      return a;
+  return {};
+}
+
+Expected<std::shared_ptr<const WasiEnvironment>> compute(const TargetInfo &target, const std::string &sysroot) {
+  auto line = reactor_line(target.triple, sysroot);
+  if (line && !missing_from(*line).empty() && llvm::Triple(target.triple).getOS() == llvm::Triple::WASIp1) {
+    // Debian 12 installs wasi-libc as wasm32-wasi, the spelling before wasip1.
+    auto older = reactor_line("wasm32-unknown-wasi", sysroot);
+    if (older && missing_from(*older).empty())
+      line = std::move(older);
+  }
+  if (!line)
+    return line.take_error();
+  std::string missing = missing_from(*line);
+  if (missing == "libc") {
+    std::string dirs;
+    for (const std::string &d : line->dirs)
+      dirs += (dirs.empty() ? "" : ", ") + d;
+    return make_error(ErrorCode::InputNotFound,
+                      target.triple + " links against wasi-libc (crt1-reactor.o, libc.a), and it is not in " +
+                          (dirs.empty() ? std::string("the driver's directories") : dirs),
+                      {}, "--sysroot",
+                      "install Debian's wasi-libc, give a WASI sysroot with --sysroot, or pass --no-default-libs "
+                      "for a module without a C library");
+  }
+  if (!missing.empty())
+    return make_error(ErrorCode::InputNotFound,
+                      target.triple + " links compiler-rt's builtins for wasm32, and " + missing + " is missing", {},
+                      "--no-default-libs",
+                      "install Debian's libclang-rt-22-dev-wasm32, or pass --no-default-libs for a module without "
+                      "a C library");
+  auto env = std::make_shared<WasiEnvironment>();
+  env->before = std::move(line->before);
+  env->after = std::move(line->after);
+  for (const std::vector<std::string> *part : {&env->before, &env->after})
+    for (const std::string &a : *part)
+      if (!llvm::StringRef(a).starts_with("-") && llvm::sys::fs::exists(a)) {
+        env->summary.push_back(llvm::sys::path::filename(a).str());
+        env->fingerprints.push_back(file_fingerprint(a));
+      }
+  std::string libc = find_library_file(line->dirs, {"libc.a"});
+  env->summary.insert(env->summary.begin() + (env->summary.empty() ? 0 : 1), "libc.a");
+  env->fingerprints.push_back(file_fingerprint(libc));
+  return std::shared_ptr<const WasiEnvironment>(env);
+}
+
+} // namespace
+
+Expected<std::shared_ptr<const WasiEnvironment>> wasi_environment(const TargetInfo &target,
+                                                                  const std::string &sysroot) {
+  static std::mutex mu;
+  static std::map<std::pair<std::string, std::string>, std::shared_ptr<const WasiEnvironment>> known;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = known.find({target.triple, sysroot});
+  if (it != known.end())
+    return it->second;
+  auto env = compute(target, sysroot);
+  if (env)
+    known.emplace(std::make_pair(target.triple, sysroot), env.value());
+  return env;
+}
+
+} // namespace hotlink::detail
