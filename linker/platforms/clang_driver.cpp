@@ -46,4 +46,31 @@ Expected<std::vector<DriverJob>> driver_jobs(const std::string &triple, const st
   return jobs;
 }
 
+Expected<DriverLinkLine> driver_link_job(const std::string &triple, const std::vector<std::string> &args,
+                                         const std::string &flag, const std::string &hint) {
+  auto jobs = driver_jobs(triple, args, flag, hint);
+  if (!jobs)
+    return jobs.take_error();
+  for (const DriverJob &job : *jobs) {
+    if (!job.link)
+      continue;
+    DriverLinkLine line;
+    bool after = false;
+    for (std::size_t i = 0; i < job.args.size(); ++i) {
+      const std::string &a = job.args[i];
+      if (a == "-o" && i + 1 < job.args.size()) {
+        ++i; // lld writes where hotlink says
+        continue;
+      }
+      if (a == kDriverInputs) {
+        after = true;
+        continue;
+      }
+      (after ? line.after : line.before).push_back(a);
+    }
+    return line;
+  }
+  return make_error(ErrorCode::Internal, "clang's driver made no link job for " + triple, {}, flag, hint);
+}
+
 } // namespace hotlink::detail

@@ -25,4 +25,16 @@ struct DriverJob {
 Expected<std::vector<DriverJob>> driver_jobs(const std::string &triple, const std::vector<std::string> &args,
                                              const std::string &flag, const std::string &hint);
 
+// The input that stands for a link's inputs in `args` below.
+inline constexpr const char *kDriverInputs = "hotlink-inputs.o";
+
+// The link job of `clang ARGS` (which name kDriverInputs once): the
+// linker's arguments without argv[0], -o and its value, split around the
+// inputs' place.
+struct DriverLinkLine {
+  std::vector<std::string> before, after;
+};
+Expected<DriverLinkLine> driver_link_job(const std::string &triple, const std::vector<std::string> &args,
+                                         const std::string &flag, const std::string &hint);
+
 } // namespace hotlink::detail

@@ -14,8 +14,6 @@ namespace hotlink::detail::amdgpu {
 
 namespace {
 
-constexpr const char *kPlaceholder = "hotlink-device.o";
-
 // Debian's rocm-device-libs: /usr/lib/<multiarch>/amdgcn/bitcode, which
 // clang's ROCm detection (it looks for a ROCm tree) does not find alone.
 std::string debian_device_libs() {
@@ -41,30 +39,11 @@ template <class K, class V, class F> Expected<V> memoized(const K &key, F comput
 
 Expected<LinkLine> link_line(const std::string &triple, const std::string &target_id) {
   return memoized<std::string, LinkLine>(target_id, [&]() -> Expected<LinkLine> {
-    auto jobs = driver_jobs(triple, {"clang", "--target=" + triple, "-mcpu=" + target_id, "-nogpulib", kPlaceholder},
-                            "--mcpu", "pass an AMD target ID such as gfx90a or gfx90a:xnack+");
-    if (!jobs)
-      return jobs.take_error();
-    for (const DriverJob &job : *jobs) {
-      if (!job.link)
-        continue;
-      LinkLine line;
-      bool after = false;
-      for (std::size_t i = 0; i < job.args.size(); ++i) {
-        const std::string &a = job.args[i];
-        if (a == "-o" && i + 1 < job.args.size()) {
-          ++i;
-          continue;
-        }
-        if (a == kPlaceholder) {
-          after = true;
-          continue;
-        }
-        (after ? line.after : line.before).push_back(a);
-      }
-      return line;
-    }
-    return make_error(ErrorCode::Internal, "clang's driver made no link job for " + triple + " -mcpu=" + target_id);
+    auto line = driver_link_job(triple, {"clang", "--target=" + triple, "-mcpu=" + target_id, "-nogpulib", kDriverInputs},
+                                "--mcpu", "pass an AMD target ID such as gfx90a or gfx90a:xnack+");
+    if (!line)
+      return line.take_error();
+    return line.value();
   });
 }
 

@@ -8,6 +8,8 @@
 
 #include "exports/error.h"
 
+#include "linker/platforms/clang_driver.h"
+
 #include <string>
 #include <vector>
 
@@ -16,9 +18,7 @@ namespace hotlink::detail::amdgpu {
 // `ld.lld` arguments of `clang --target=amdgcn-amd-amdhsa -mcpu=TID
 // -nogpulib`, split at the inputs (-o and its value left out):
 // --no-undefined -shared -plugin-opt=mcpu=gfx90a | -plugin-opt=-mattr=...
-struct LinkLine {
-  std::vector<std::string> before, after;
-};
+using LinkLine = DriverLinkLine;
 Expected<LinkLine> link_line(const std::string &triple, const std::string &target_id);
 
 // The device libraries' bitcode files clang links for a kernel of this

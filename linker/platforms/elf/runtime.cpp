@@ -58,12 +58,10 @@ namespace {
 
 using llvm::StringRef;
 
+} // namespace
+
 // ---------------------------------------------------------------------------
 // 1. The driver's link line.
-
-constexpr const char *kPlaceholder = "hotlink-inputs.o";
-
-} // namespace
 
 Expected<DriverLine> driver_link_line(const TargetInfo &target, const std::string &sysroot,
                                       const RuntimeSelection &selection) {
@@ -78,7 +76,7 @@ Expected<DriverLine> driver_link_line(const TargetInfo &target, const std::strin
   }
   if (selection.openmp != OpenMpLibrary::None)
     args.push_back(std::string("-fopenmp=") + to_string(selection.openmp));
-  args.push_back(kPlaceholder);
+  args.push_back(kDriverInputs);
   // After the inputs, as gfortran's libgfortran.spec and `-lm` on a
   // command line put them.
   if (selection.fortran)
@@ -87,31 +85,17 @@ Expected<DriverLine> driver_link_line(const TargetInfo &target, const std::strin
     args.push_back("-lquadmath");
   if (selection.libm || selection.fortran)
     args.push_back("-lm");
-  auto jobs = driver_jobs(target.triple, args, "--target", "check the target and --sysroot");
-  if (!jobs) {
-    Error e = jobs.take_error();
+  auto job = driver_link_job(target.triple, args, "--target", "check the target and --sysroot");
+  if (!job) {
+    Error e = job.take_error();
     e.message = "cannot make a link line for " + target.triple + ": " + e.message;
     return e;
   }
-  for (const DriverJob &job : *jobs) {
-    if (!job.link)
-      continue;
-    DriverLine line;
-    const auto &a = job.args;
-    for (std::size_t i = 0; i < a.size(); ++i) {
-      if (a[i] == "-o" && i + 1 < a.size()) {
-        ++i; // lld writes where hotlink says
-        continue;
-      }
-      if (a[i] == kPlaceholder) {
-        line.input_position = line.args.size();
-        continue;
-      }
-      line.args.push_back(a[i]);
-    }
-    return line;
-  }
-  return make_error(ErrorCode::Internal, "clang's driver made no link job for " + target.triple);
+  DriverLine line;
+  line.args = std::move(job->before);
+  line.input_position = line.args.size();
+  line.args.insert(line.args.end(), job->after.begin(), job->after.end());
+  return line;
 }
 
 namespace {

@@ -15,8 +15,6 @@ namespace hotlink::detail {
 
 namespace {
 
-constexpr const char *kPlaceholder = "hotlink-inputs.o";
-
 struct DriverLine {
   std::vector<std::string> before, after, dirs;
 };
@@ -25,32 +23,16 @@ Expected<DriverLine> reactor_line(const std::string &triple, const std::string &
   std::vector<std::string> args = {"clang", "--target=" + triple, "-mexec-model=reactor", "-Wno-deprecated"};
   if (!sysroot.empty())
     args.push_back("--sysroot=" + sysroot);
-  args.push_back(kPlaceholder);
-  auto jobs = driver_jobs(triple, args, "--target", "check the target and --sysroot");
-  if (!jobs)
-    return jobs.take_error();
-  for (const DriverJob &job : *jobs) {
-    if (!job.link)
-      continue;
-    DriverLine line;
-    bool after = false;
-    for (std::size_t i = 0; i < job.args.size(); ++i) {
-      const std::string &a = job.args[i];
-      if (a == "-o" && i + 1 < job.args.size()) {
-        ++i;
-        continue;
-      }
-      if (a == kPlaceholder) {
-        after = true;
-        continue;
-      }
+  args.push_back(kDriverInputs);
+  auto job = driver_link_job(triple, args, "--target", "check the target and --sysroot");
+  if (!job)
+    return job.take_error();
+  DriverLine line{std::move(job->before), std::move(job->after), {}};
+  for (const std::vector<std::string> *part : {&line.before, &line.after})
+    for (const std::string &a : *part)
       if (llvm::StringRef(a).starts_with("-L"))
         line.dirs.push_back(a.substr(2));
-      (after ? line.after : line.before).push_back(a);
-    }
-    return line;
-  }
-  return make_error(ErrorCode::Internal, "clang's driver made no link job for " + triple);
+  return line;
 }
 
 // What the line names that is not there: crt1-reactor.o and libc.a
