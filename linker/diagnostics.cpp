@@ -90,7 +90,8 @@ Error position_dependent_error(const std::vector<Diagnostic> &diags) {
   std::string hint = exclude.empty()
                          ? "recompile the object with -fPIC"
                          : "leave them out (" + exclude.substr(1) +
-                               "; their symbols are then not exported), or rebuild the library "
+                               "; their symbols are then not exported, and a warning names what the rest needs of them), or "
+                               "rebuild the library "
                                "with -fPIC";
   return make_error(ErrorCode::LinkFailed, message, first.archive, first.symbol, hint);
 }

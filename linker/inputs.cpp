@@ -153,6 +153,9 @@ std::optional<Error> exclude_members(PlanContext &ctx) {
                         l.display);
     l.filtered.assign((*out)->getBufferStart(), (*out)->getBufferEnd());
     auto &syms = l.info.symbols;
+    for (const exports::Symbol &s : syms)
+      if (s.defined && std::find(l.excluded.begin(), l.excluded.end(), s.member) != l.excluded.end())
+        ctx.excluded_definitions.emplace(s.name, s.member + " of " + archive);
     syms.erase(std::remove_if(syms.begin(), syms.end(),
                               [&](const exports::Symbol &s) {
                                 return std::find(l.excluded.begin(), l.excluded.end(), s.member) !=
@@ -165,6 +168,72 @@ std::optional<Error> exclude_members(PlanContext &ctx) {
       return make_error(ErrorCode::BadRequest, "names no member of any archive input",
                         ctx.request.exclude_members[i], "--exclude-member",
                         "name a member as it appears in `ar t LIB.a` (MEMBER.o or LIB.a(MEMBER.o))");
+  // A name another input (or a kept member) defines too is not lost.
+  for (const LoadedInput &l : ctx.inputs)
+    for (const exports::Symbol &s : l.info.symbols)
+      if (s.defined)
+        ctx.excluded_definitions.erase(s.name);
+  return std::nullopt;
+}
+
+namespace {
+
+// Who needs the names a left-out member defined: member -> (name -> the
+// kept members or inputs that reference it).
+using Needs = std::map<std::string, std::map<std::string, std::vector<std::string>>>;
+
+Needs lost_references(const PlanContext &ctx) {
+  Needs needs;
+  for (const LoadedInput &l : ctx.inputs)
+    for (const exports::Symbol &s : l.info.symbols) {
+      if (s.defined || s.weak)
+        continue;
+      auto lost = ctx.excluded_definitions.find(s.name);
+      if (lost == ctx.excluded_definitions.end())
+        continue;
+      std::vector<std::string> &who = needs[lost->second][s.name];
+      std::string user = s.member.empty() ? llvm::sys::path::filename(l.display).str() : s.member;
+      if (std::find(who.begin(), who.end(), user) == who.end())
+        who.push_back(user);
+    }
+  return needs;
+}
+
+std::string listed(const std::vector<std::string> &names, std::size_t most) {
+  std::string s;
+  for (std::size_t i = 0; i < names.size() && i < most; ++i)
+    s += (i ? ", " : "") + names[i];
+  if (names.size() > most)
+    s += " and " + std::to_string(names.size() - most) + " more";
+  return s;
+}
+
+} // namespace
+
+std::optional<Error> check_excluded(PlanContext &ctx, std::optional<Error> select_error) {
+  if (select_error) {
+    auto lost = ctx.excluded_definitions.find(select_error->symbol);
+    if (select_error->code == ErrorCode::MissingExport && lost != ctx.excluded_definitions.end()) {
+      select_error->message = "is to be exported, and " + lost->second +
+                              " defines it, which --exclude-member leaves out";
+      select_error->hint = "drop the export, or keep the member (a -fPIC build of the library can keep every one)";
+    }
+    return select_error;
+  }
+  for (const auto &[member, names] : lost_references(ctx)) {
+    std::vector<std::string> parts, symbols;
+    for (const auto &[name, users] : names) {
+      parts.push_back(name + " (needed by " + listed(users, 3) + ")");
+      symbols.push_back(name);
+    }
+    ctx.plan.diagnostics.push_back(Diagnostic{
+        Severity::Warning,
+        "leaving out " + member + " leaves " + std::to_string(names.size()) + " name" +
+            (names.size() == 1 ? "" : "s") + " it defines undefined: " + listed(parts, parts.size()) +
+            "; the artifact then loads only into a process that defines them (keep the member: rebuild the "
+            "library with -fPIC)",
+        member.substr(member.rfind(" of ") + 4), symbols.front()});
+  }
   return std::nullopt;
 }
 

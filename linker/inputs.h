@@ -16,7 +16,15 @@ std::optional<Error> read_inputs(PlanContext &ctx);
 std::optional<Error> check_inputs(PlanContext &ctx);
 
 // Archive members the request leaves out: each archive input that has one
-// is rewritten without it (in memory), and its symbols are dropped.
+// is rewritten without it (in memory), and its symbols are dropped; what
+// they defined is kept in ctx.excluded_definitions.
 std::optional<Error> exclude_members(PlanContext &ctx);
+
+// After the exports are selected: what leaving members out costs. An
+// export defined only by a left-out member is an error naming it (with
+// a list policy; `all` leaves their definitions out, as asked); every
+// name a left-out member defines that the rest of the link references
+// is a warning, one per member, naming each and who needs it.
+std::optional<Error> check_excluded(PlanContext &ctx, std::optional<Error> select_error);
 
 } // namespace hotlink::detail

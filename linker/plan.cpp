@@ -164,7 +164,7 @@ Expected<Plan> run(const LinkRequest &req, Timings &timings, bool digest) {
   HOTLINK_STEP(platform.check_inputs(ctx));
   HOTLINK_STEP(exclude_members(ctx));
   export_list(ctx);
-  HOTLINK_STEP(platform.select_exports(ctx));
+  HOTLINK_STEP(check_excluded(ctx, platform.select_exports(ctx)));
   HOTLINK_STEP(platform.merge_exports(ctx));
   HOTLINK_STEP(platform.environment(ctx));
   timings.validate_ms = base::ms_since(t0);

@@ -473,6 +473,52 @@ print(n < len(data), m == len(data) and back.raw == data)
   EXPECT_EQ(p.out, "True True\n") << p.err;
 }
 
+// Debian's liblua5.4.a: the members no shared object can hold are left
+// out, and the warnings say what that costs (issue 26): every name they
+// defined that the rest needs, with who needs it. As warned, the artifact
+// loads only into a process that defines them; an export defined only by
+// a left-out member is an error naming it.
+TEST(Runtime, LeavingLuaMembersOutNamesWhatTheRestLoses) {
+  ASSERT_TRUE(test::exists(kLibDir + "/liblua5.4.a")) << "needs liblua5.4-dev";
+  std::string dir = test::temp_dir();
+  LinkRequest req;
+  req.inputs.push_back(Input::file(kLibDir + "/liblua5.4.a"));
+  req.exports = ExportPolicy::all();
+  req.exclude_members = {"lauxlib.o", "lbaselib.o", "ldblib.o", "liolib.o"};
+  LinkResult r = link_to(dir + "/liblua.so", req);
+  ASSERT_TRUE(r.ok()) << r.error->to_string();
+  std::string base_warning;
+  for (const Diagnostic &d : r.diagnostics)
+    if (d.severity == Severity::Warning && d.message.find("leaving out lbaselib.o of liblua5.4.a") == 0)
+      base_warning = d.message;
+  EXPECT_NE(base_warning.find("luaopen_base (needed by linit.o)"), std::string::npos) << base_warning;
+  EXPECT_TRUE(std::any_of(r.diagnostics.begin(), r.diagnostics.end(), [](const Diagnostic &d) {
+    return d.message.find("leaving out lauxlib.o") == 0 && d.message.find("luaL_error") != std::string::npos;
+  }));
+  const char *py = R"PY(
+import ctypes, sys
+try:
+    ctypes.CDLL(sys.argv[1])
+    print("loaded")
+except OSError as e:
+    print("refused", "undefined symbol: lua" in str(e))
+ctypes.CDLL("liblua5.4.so.0", mode=ctypes.RTLD_GLOBAL)  # a process that defines them
+ctypes.CDLL(sys.argv[1])
+print("loaded")
+)PY";
+  test::Run p = run({kPython, "-c", py, dir + "/liblua.so"});
+  EXPECT_EQ(p.code, 0) << p.err;
+  EXPECT_EQ(p.out, "refused True\nloaded\n") << p.err;
+
+  req.exports = ExportPolicy::list({"lua_newstate", "luaopen_base"});
+  LinkResult lost = link_to(dir + "/liblua2.so", req);
+  ASSERT_FALSE(lost.ok());
+  EXPECT_EQ(lost.error->code, ErrorCode::MissingExport);
+  EXPECT_EQ(lost.error->symbol, "luaopen_base");
+  EXPECT_NE(lost.error->message.find("lbaselib.o of liblua5.4.a"), std::string::npos) << lost.error->to_string();
+  EXPECT_FALSE(test::exists(dir + "/liblua2.so"));
+}
+
 TEST(Runtime, AnArchiveWithPolicyNoneLinksEveryMember) {
   LinkRequest req;
   req.inputs.push_back(Input::file(kLibDir + "/libz.a"));

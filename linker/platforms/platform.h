@@ -28,6 +28,7 @@
 
 #include "llvm/Support/MemoryBuffer.h"
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -81,6 +82,9 @@ struct PlanContext {
   bool digest; // hash inputs and libraries for the cache key
   std::vector<LoadedInput> inputs;
   bool any_archive = false, any_bitcode = false;
+  // What the archive members --exclude-member leaves out define (and no
+  // other input does): name -> "MEMBER of ARCHIVE".
+  std::map<std::string, std::string, std::less<>> excluded_definitions;
   // Whether the artifact gets an export list (a policy other than none, or
   // a platform's merged list).
   bool export_list = false;

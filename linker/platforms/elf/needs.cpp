@@ -113,7 +113,8 @@ std::vector<std::string_view> left_undefined(const PlanContext &ctx, const Runti
   std::vector<std::string_view> out;
   for (const LoadedInput &l : ctx.inputs)
     for (const exports::Symbol &s : l.info.symbols)
-      if (!s.defined && !s.weak && !environment_defines(env, base_name(s.name)))
+      if (!s.defined && !s.weak && !environment_defines(env, base_name(s.name)) &&
+          !ctx.excluded_definitions.count(s.name)) // check_excluded warned
         out.push_back(base_name(s.name));
   if (out.empty())
     return out;
