@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 #include <sys/stat.h>
@@ -165,6 +166,23 @@ TEST(Runtimes, OpenMpRuntimeNoneLeavesItToTheLoadingProcess) {
   EXPECT_TRUE(r.runtime_added.empty()) << joined(r.runtime_added);
   test::Run host = run({dlopen_host(dir, kOmpDecl, kOmpCall), dir + "/libnone.so"});
   EXPECT_NE(host.out.find("undefined symbol: __kmpc_"), std::string::npos) << host.out;
+}
+
+// The runtime a link gets is part of its cache key: the same objects with
+// another OpenMP runtime are another artifact.
+TEST(Runtimes, TheOpenMpRuntimeIsInTheCacheKey) {
+  LinkService svc;
+  std::set<std::string> keys;
+  for (OpenMpRuntime o : {OpenMpRuntime::Auto, OpenMpRuntime::Libgomp, OpenMpRuntime::None}) {
+    LinkRequest req;
+    req.inputs.push_back(Input::memory("kernel.o", clang_openmp()));
+    req.exports = ExportPolicy::all();
+    req.openmp_runtime = o;
+    auto key = svc.cache_key(req);
+    ASSERT_TRUE(key.ok()) << key.error().to_string();
+    keys.insert(key->hex());
+  }
+  EXPECT_EQ(keys.size(), 3u);
 }
 
 // Debian 12 has no aarch64 libomp: a clang OpenMP kernel for aarch64 is

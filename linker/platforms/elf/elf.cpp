@@ -38,10 +38,12 @@ SymbolScan scan_symbols(const PlanContext &ctx) {
         if (slot.empty() && name.substr(0, prefix.size()) == prefix)
           slot = name;
       };
-      first(scan.kmpc, "__kmpc_");
-      first(scan.gomp, "GOMP_");
-      first(scan.omp_api, "omp_");
-      first(scan.gfortran, "_gfortran_");
+      switch (name.empty() ? 0 : name[0]) { // most names start with none of these
+      case '_': first(scan.kmpc, "__kmpc_"); first(scan.gfortran, "_gfortran_"); break;
+      case 'G': first(scan.gomp, "GOMP_"); break;
+      case 'o': first(scan.omp_api, "omp_"); break;
+      default: break;
+      }
     }
   return scan;
 }

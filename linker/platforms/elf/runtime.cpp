@@ -462,11 +462,12 @@ std::uint16_t elf_machine(const TargetInfo &t) {
 
 bool environment_defines(const RuntimeEnvironment &env, std::string_view name) {
   llvm::StringRef n(name.data(), name.size());
+  std::uint32_t hash = llvm::StringMapImpl::hash(n); // once for every library's table
   for (const SharedLibrary &s : env.shared)
-    if (s.defined.count(n))
+    if (s.defined.find(n, hash) != s.defined.end())
       return true;
   for (const ArchiveSymbols &a : env.archives)
-    if (a.defined.count(n))
+    if (a.defined.find(n, hash) != a.defined.end())
       return true;
   return false;
 }
