@@ -62,8 +62,9 @@ public:
     const char *base = buf->getBufferStart();
     std::size_t size = buf->getBufferSize();
     for (const ELF::Shdr &s : *sections) {
-      if (s.sh_offset + s.sh_size > size)
-        return nullptr;
+      bool in_place = s.sh_type == llvm::ELF::SHT_DYNSYM || s.sh_type == llvm::ELF::SHT_GNU_HASH;
+      if (s.sh_offset + s.sh_size > size || (in_place && s.sh_offset % 8 != 0))
+        return nullptr; // read in place: the tables must be where and as aligned as their types
       if (s.sh_type == llvm::ELF::SHT_DYNSYM) {
         file->symbols_ = reinterpret_cast<const ELF::Sym *>(base + s.sh_offset);
         file->count_ = s.sh_size / sizeof(ELF::Sym);
