@@ -15,6 +15,7 @@
 #include <sstream>
 #include <string>
 #include <sys/stat.h>
+#include <thread>
 #include <vector>
 
 namespace hotlink {
@@ -340,6 +341,33 @@ TEST(Runtimes, AnUndefinedNameThatLibzDefinesWarnsNamingLibzAndTheFlag) {
                                {test::compile_c(kHost, "int host_cb(int);\nint cb(int x) { return host_cb(x) + 1; }\n")});
   ASSERT_TRUE(rc.ok()) << rc.error->to_string();
   EXPECT_TRUE(warnings_for(rc, "host_cb").empty());
+}
+
+// Links started at once in a fresh process all open the library index
+// (once) and all get their warning; also run under ThreadSanitizer.
+TEST(Runtimes, ConcurrentLinksShareTheLibraryIndex) {
+  std::vector<Bytes> kernels;
+  for (int i = 0; i < 4; ++i)
+    kernels.push_back(test::compile_c(kHost, "#include <zlib.h>\nextern int host_cb" + std::to_string(i) +
+                                                 "(int);\nunsigned long k(const char *s) {\n"
+                                                 "  return crc32(0, (const unsigned char *)s, 1) + host_cb" +
+                                                 std::to_string(i) + "(1);\n}\n"));
+  LinkService svc;
+  std::vector<LinkResult> results(kernels.size());
+  std::vector<std::thread> threads;
+  for (std::size_t i = 0; i < kernels.size(); ++i)
+    threads.emplace_back([&, i] {
+      LinkRequest req;
+      req.inputs.push_back(Input::memory("k.o", kernels[i]));
+      req.exports = ExportPolicy::all();
+      results[i] = svc.link(req);
+    });
+  for (std::thread &t : threads)
+    t.join();
+  for (const LinkResult &r : results) {
+    ASSERT_TRUE(r.ok()) << r.error->to_string();
+    EXPECT_EQ(warnings_for(r, "crc32").size(), 1u);
+  }
 }
 
 // The CLI shows the warning, in text and in --json; with --no-undefined the
