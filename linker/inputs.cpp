@@ -1,4 +1,5 @@
 #include "linker/inputs.h"
+#include "base/text.h"
 
 #include "linker/llvm_options.h"
 #include "linker/plan.h"
@@ -199,15 +200,6 @@ Needs lost_references(const PlanContext &ctx) {
   return needs;
 }
 
-std::string listed(const std::vector<std::string> &names, std::size_t most) {
-  std::string s;
-  for (std::size_t i = 0; i < names.size() && i < most; ++i)
-    s += (i ? ", " : "") + names[i];
-  if (names.size() > most)
-    s += " and " + std::to_string(names.size() - most) + " more";
-  return s;
-}
-
 } // namespace
 
 std::optional<Error> check_excluded(PlanContext &ctx, std::optional<Error> select_error) {
@@ -223,13 +215,13 @@ std::optional<Error> check_excluded(PlanContext &ctx, std::optional<Error> selec
   for (const auto &[member, names] : lost_references(ctx)) {
     std::vector<std::string> parts, symbols;
     for (const auto &[name, users] : names) {
-      parts.push_back(name + " (needed by " + listed(users, 3) + ")");
+      parts.push_back(name + " (needed by " + base::list_some(users, 3) + ")");
       symbols.push_back(name);
     }
     ctx.plan.diagnostics.push_back(Diagnostic{
         Severity::Warning,
         "leaving out " + member + " leaves " + std::to_string(names.size()) + " name" +
-            (names.size() == 1 ? "" : "s") + " it defines undefined: " + listed(parts, parts.size()) +
+            (names.size() == 1 ? "" : "s") + " it defines undefined: " + base::list_some(parts, parts.size()) +
             "; the artifact then loads only into a process that defines them (keep the member: rebuild the "
             "library with -fPIC)",
         member.substr(member.rfind(" of ") + 4), symbols.front()});

@@ -5,6 +5,7 @@
 #include "linker/platforms/elf/needs.h"
 #include "linker/platforms/elf/runtime.h"
 #include "linker/platforms/table.h"
+#include "base/text.h"
 
 #include "exports/names.h"
 #include "exports/version_script.h"
@@ -284,11 +285,7 @@ private:
     named.erase(std::unique(named.begin(), named.end()), named.end());
     if (named.empty())
       return;
-    std::string list;
-    for (std::size_t i = 0; i < named.size() && i < 12; ++i)
-      list += (i ? ", " : "") + named[i];
-    if (named.size() > 12)
-      list += " and " + std::to_string(named.size() - 12) + " more";
+    std::string list = base::list_some(named, 12);
     std::string why = env ? env->missing + "; " : "";
     std::string fix = ctx.request.runtime == Runtime::None
                           ? "drop --no-default-libs to link the target's C library"

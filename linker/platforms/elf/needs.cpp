@@ -3,6 +3,7 @@
 #include "linker/platforms/elf/needs.h"
 
 #include "linker/plan.h"
+#include "base/text.h"
 
 #include "llvm/Support/Path.h"
 
@@ -155,15 +156,6 @@ struct UserLibraries {
   }
 };
 
-std::string list_names(const std::vector<std::string_view> &names) {
-  std::string s;
-  for (std::size_t i = 0; i < names.size() && i < 8; ++i)
-    s += (i ? ", " : "") + std::string(names[i]);
-  if (names.size() > 8)
-    s += " and " + std::to_string(names.size() - 8) + " more";
-  return s;
-}
-
 Diagnostic homeless_warning(std::string_view name, const LibraryHome &home) {
   std::string file = llvm::sys::path::filename(home.path).str();
   return Diagnostic{Severity::Warning,
@@ -225,10 +217,10 @@ Expected<RuntimeNeeds> runtime_needs(const PlanContext &ctx, const SymbolScan &s
     if (!env)
       return env.take_error();
     if (sel.libm)
-      needs.added.push_back("-lm: " + list_names(libm_names) + (libm_names.size() == 1 ? " is" : " are") +
+      needs.added.push_back("-lm: " + base::list_some(libm_names, 8) + (libm_names.size() == 1 ? " is" : " are") +
                             " libm's");
     if (sel.quadmath)
-      needs.added.push_back("-lquadmath: " + list_names(quadmath_names) +
+      needs.added.push_back("-lquadmath: " + base::list_some(quadmath_names, 8) +
                             (quadmath_names.size() == 1 ? " is" : " are") + " libquadmath's");
   }
   needs.env = env.value();

@@ -419,10 +419,7 @@ void find_libc(RuntimeEnvironment &env, const TargetInfo &target) {
   if (!env.expanded) {
     // Resolve -lc alone, in the line's directories.
     probe.sysroot = env.sysroot;
-    std::vector<std::string> search;
-    for (const std::string &a : env.line)
-      if (StringRef(a).starts_with("-L") && a.size() > 2)
-        search.push_back(a.substr(2));
+    const std::vector<std::string> &search = env.search_dirs;
     Resolver r(probe, search);
     r.machine_ = elf_machine(target);
     std::vector<RuntimeItem> items;

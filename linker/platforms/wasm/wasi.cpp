@@ -80,15 +80,19 @@ Expected<std::shared_ptr<const WasiEnvironment>> compute(const TargetInfo &targe
   auto env = std::make_shared<WasiEnvironment>();
   env->before = std::move(line->before);
   env->after = std::move(line->after);
+  // The files the line names, in its order (-lNAME as the archive wasm-ld
+  // finds for it).
   for (const std::vector<std::string> *part : {&env->before, &env->after})
-    for (const std::string &a : *part)
-      if (!llvm::StringRef(a).starts_with("-") && llvm::sys::fs::exists(a)) {
-        env->summary.push_back(llvm::sys::path::filename(a).str());
-        env->fingerprints.push_back(file_fingerprint(a));
-      }
-  std::string libc = find_library_file(line->dirs, {"libc.a"});
-  env->summary.insert(env->summary.begin() + (env->summary.empty() ? 0 : 1), "libc.a");
-  env->fingerprints.push_back(file_fingerprint(libc));
+    for (const std::string &a : *part) {
+      llvm::StringRef arg(a);
+      std::string file = arg.starts_with("-l") ? find_library_file(line->dirs, {"lib" + a.substr(2) + ".a"})
+                         : arg.starts_with("-") ? std::string()
+                                                : a;
+      if (file.empty() || !llvm::sys::fs::exists(file))
+        continue;
+      env->summary.push_back(llvm::sys::path::filename(file).str());
+      env->fingerprints.push_back(file_fingerprint(file));
+    }
   return std::shared_ptr<const WasiEnvironment>(env);
 }
 
