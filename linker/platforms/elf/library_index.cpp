@@ -5,7 +5,6 @@
 // and a link asks about the few it leaves undefined.
 #include "linker/platforms/elf/library_index.h"
 #include "linker/platforms/elf/runtime.h"
-#include "base/clock.h"
 
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringRef.h"
@@ -19,7 +18,6 @@
 #include "llvm/Support/xxhash.h"
 
 #include <algorithm>
-#include <chrono>
 #include <functional>
 #include <cstring>
 #include <deque>
@@ -299,7 +297,6 @@ std::string resolve_prefix(const std::string &dir, const std::string &sysroot) {
 
 LibrarySearch::LibrarySearch(const std::vector<std::string> &dirs, std::size_t user_dirs,
                              const std::string &sysroot, std::uint16_t machine) {
-  auto t0 = std::chrono::steady_clock::now();
   std::set<std::string> seen;
   for (std::size_t i = 0; i < dirs.size(); ++i) {
     const std::string &d = dirs[i];
@@ -315,7 +312,6 @@ LibrarySearch::LibrarySearch(const std::vector<std::string> &dirs, std::size_t u
       slot = std::make_shared<const DirectoryIndex>(real.str().str(), sysroot, machine, archives);
     dirs_.push_back(slot);
   }
-  build_ms = base::ms_since(t0);
 }
 
 const LibraryHome *LibrarySearch::home(std::string_view symbol) const {

@@ -44,7 +44,6 @@ public:
                 std::uint16_t machine);
   // The library that defines `symbol` (no version suffix), or null.
   const LibraryHome *home(std::string_view symbol) const;
-  double build_ms = 0; // what indexing directories first seen took
 
 private:
   std::vector<std::shared_ptr<const DirectoryIndex>> dirs_;

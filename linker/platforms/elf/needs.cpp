@@ -136,24 +136,32 @@ std::vector<std::string> search_dirs(const PlanContext &ctx, const RuntimeEnviro
 }
 
 // Whether the user's libraries include `home` (by -l name or path), or
-// define `name` themselves (a library given by path).
-struct UserLibraries {
-  std::unordered_set<std::string> names, paths;
-  std::unordered_set<std::string> defined; // by the libraries given as paths
-  UserLibraries(const PlanContext &ctx, std::uint16_t machine) {
+// define `name` themselves (a library given by path: read only when a
+// name has a home elsewhere, which most warm links never ask).
+class UserLibraries {
+public:
+  UserLibraries(const PlanContext &ctx, std::uint16_t machine) : ctx_(ctx), machine_(machine) {
     for (const std::string &l : ctx.request.libraries) {
-      if (l.find('/') == std::string::npos && !llvm::StringRef(l).ends_with(".a") &&
-          !llvm::StringRef(l).ends_with(".so")) {
-        names.insert(l);
-        continue;
-      }
-      paths.insert(l);
-      library_definitions(l, ctx.request.sysroot, machine, [&](llvm::StringRef n) { defined.insert(n.str()); });
+      llvm::StringRef lib(l);
+      (lib.contains('/') || lib.ends_with(".a") || lib.ends_with(".so") ? paths_ : names_).insert(l);
     }
   }
-  bool covers(std::string_view name, const LibraryHome &home) const {
-    return names.count(home.name) || paths.count(home.path) || defined.count(std::string(name));
+  bool covers(std::string_view name, const LibraryHome &home) {
+    if (names_.count(home.name) || paths_.count(home.path))
+      return true;
+    if (!read_) {
+      read_ = true;
+      for (const std::string &p : paths_)
+        library_definitions(p, ctx_.request.sysroot, machine_, [&](llvm::StringRef n) { defined_.insert(n.str()); });
+    }
+    return defined_.count(std::string(name)) != 0;
   }
+
+private:
+  const PlanContext &ctx_;
+  std::uint16_t machine_;
+  std::unordered_set<std::string> names_, paths_, defined_;
+  bool read_ = false;
 };
 
 Diagnostic homeless_warning(std::string_view name, const LibraryHome &home) {
