@@ -167,6 +167,12 @@ TEST(Runtimes, OpenMpRuntimeNoneLeavesItToTheLoadingProcess) {
   EXPECT_TRUE(r.runtime_added.empty()) << joined(r.runtime_added);
   test::Run host = run({dlopen_host(dir, kOmpDecl, kOmpCall), dir + "/libnone.so"});
   EXPECT_NE(host.out.find("undefined symbol: __kmpc_"), std::string::npos) << host.out;
+  test::Run with_runtime = run({kPython, "-c",
+                                "import ctypes, sys\nctypes.CDLL('libomp.so.5', mode=ctypes.RTLD_GLOBAL)\n"
+                                "print(ctypes.CDLL(sys.argv[1]).omp_sum(100))\n",
+                                dir + "/libnone.so"});
+  EXPECT_EQ(with_runtime.code, 0) << with_runtime.err;
+  EXPECT_EQ(with_runtime.out, "50502\n") << with_runtime.err;
 }
 
 // The runtime a link gets is part of its cache key: the same objects with
