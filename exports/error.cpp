@@ -27,6 +27,8 @@ const char *to_string(ErrorCode code) {
   case ErrorCode::AbiMismatch: return "abi-mismatch";
   case ErrorCode::LoadFailed: return "load-failed";
   case ErrorCode::InitFailed: return "init-failed";
+  case ErrorCode::StateMismatch: return "state-mismatch";
+  case ErrorCode::StateBusy: return "state-busy";
   case ErrorCode::CacheUnsafe: return "cache-unsafe";
   case ErrorCode::CacheError: return "cache-error";
   case ErrorCode::Unsigned: return "unsigned";

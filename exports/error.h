@@ -42,6 +42,9 @@ enum class ErrorCode {
   BadSignature,      // signature: it does not verify, or the statement is malformed
   KeyError,          // signature: a key file is unreadable, malformed or unsafe
   Internal,          // a bug in hotlink; please report
+  // Appended after Internal, so the C API's numbers stay as they were.
+  StateMismatch,     // loader: a state variable cannot be carried into the new version
+  StateBusy,         // loader: calls stayed inside the old version past the drain timeout
 };
 
 const char *to_string(ErrorCode code);

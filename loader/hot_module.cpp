@@ -16,6 +16,7 @@ namespace hotlink::loader {
 struct HotModule::Version {
   VersionInfo info;
   std::unique_ptr<Library> lib;            // null once unmapped
+  std::vector<StateVariable> state;        // addresses in lib's image
   std::atomic<void *> slots[kMaxEntries] = {};
   std::atomic<std::int64_t> pins{0};
   bool retired = false;                    // under mu_
@@ -44,6 +45,10 @@ HotModule::Pin HotModule::pin() const {
     Version *v = current_.load(std::memory_order_seq_cst);
     if (!v)
       return Pin();
+    if (v == gate()) { // a reload is copying state: wait for it
+      std::this_thread::yield();
+      continue;
+    }
     v->pins.fetch_add(1, std::memory_order_seq_cst);
     // Still current after the pin: a reclaimer that retires v from now on
     // sees the pin (both are seq_cst). Otherwise a swap raced us: unpin and
@@ -95,9 +100,9 @@ std::optional<Error> HotModule::reload(const std::string &path, const VerifyOpti
   return reload(bytes.value(), path, extra);
 }
 
-std::optional<Error> HotModule::reload(const std::vector<std::uint8_t> &bytes, const std::string &name,
-                                       const VerifyOptions &extra) {
-  std::lock_guard<std::mutex> lock(mu_);
+Expected<std::unique_ptr<HotModule::Version>> HotModule::map_version(const std::vector<std::uint8_t> &bytes,
+                                                                      const std::string &name,
+                                                                      const VerifyOptions &extra) {
   // 1. Verify before mapping.
   VerifyOptions vo = extra;
   vo.expected_exports.insert(vo.expected_exports.end(), options_.required_exports.begin(),
@@ -118,37 +123,123 @@ std::optional<Error> HotModule::reload(const std::vector<std::uint8_t> &bytes, c
   // 3. The ABI, before any reader can see the version.
   if (options_.abi)
     if (auto err = check_abi(*lib.value(), options_.metadata_symbol, *options_.abi))
-      return err; // lib unmaps here
+      return *err; // lib unmaps here
   auto v = std::make_unique<Version>();
-  v->info = VersionInfo{next_number_, identity, name};
+  v->info = VersionInfo{next_number_, identity, name, {}};
   for (std::size_t i = 0; i < entries_.size(); ++i) {
     void *p = lib.value()->symbol(entries_[i]);
     if (!p)
       return make_error(ErrorCode::MissingExport, "is not resolvable in the mapped image", name, entries_[i]);
     v->slots[i].store(p, std::memory_order_relaxed);
   }
-  // 4. The user's hook.
-  Version *old = current_.load();
-  if (options_.on_load)
-    if (auto err = options_.on_load(*lib.value(), old ? old->lib.get() : nullptr)) {
-      Error e = *err;
-      e.code = ErrorCode::InitFailed;
-      if (e.input.empty())
-        e.input = name;
-      return e;
-    }
+  // 4. Its state variables, where they are mapped.
+  auto state = state_variables(bytes, name, lib.value()->base());
+  if (!state)
+    return state.take_error();
+  v->state = std::move(state.value());
   v->lib = std::move(lib.value());
-  // 5. Publish.
-  ++next_number_;
+  return v;
+}
+
+std::optional<Error> HotModule::reload(const std::vector<std::uint8_t> &bytes, const std::string &name,
+                                       const VerifyOptions &extra) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto mapped = map_version(bytes, name, extra);
+  if (!mapped)
+    return mapped.take_error();
+  std::unique_ptr<Version> v = std::move(mapped.value());
+  Version *old = current_.load();
+  static const std::vector<StateVariable> none;
+  auto plan = plan_state_carry(old ? old->state : none, v->state, options_.state_mismatch, name);
+  if (!plan)
+    return plan.take_error();
+  v->info.state = plan->report;
+  if (plan->empty()) { // nothing to carry: nothing waits
+    if (auto err = run_on_load(*v, old))
+      return err;
+    Version *fresh = v.get();
+    versions_.push_back(std::move(v));
+    publish(fresh, old);
+    return std::nullopt;
+  }
   Version *fresh = v.get();
+  if (auto err = publish_with_state(old, fresh, plan.value()))
+    return err; // v (the new version) unmaps here
   versions_.push_back(std::move(v));
+  return std::nullopt;
+}
+
+std::optional<Error> HotModule::run_on_load(const Version &fresh, const Version *old) {
+  if (!options_.on_load)
+    return std::nullopt;
+  auto err = options_.on_load(*fresh.lib, old ? old->lib.get() : nullptr);
+  if (!err)
+    return std::nullopt;
+  Error e = *err;
+  e.code = ErrorCode::InitFailed;
+  if (e.input.empty())
+    e.input = fresh.info.source;
+  return e;
+}
+
+// Closes the module to new calls, carries the state once no call is inside
+// `old`, runs on_load and publishes `fresh`; on any refusal `old` serves again.
+std::optional<Error> HotModule::publish_with_state(Version *old, Version *fresh, StateCarry &plan) {
+  const std::string &name = fresh->info.source;
+  if (!close_and_drain(old)) {
+    current_.store(old, std::memory_order_seq_cst);
+    return make_error(ErrorCode::StateBusy,
+                      "calls stayed inside version " + std::to_string(old->info.number) + " for " +
+                          std::to_string(options_.state_drain_timeout.count()) +
+                          " ms, so its state could not be copied without losing their updates",
+                      name, {},
+                      "reload between calls (a thread that holds a Pin, or calls reload() from inside a call, "
+                      "keeps the old version busy), or raise ModuleOptions::state_drain_timeout");
+  }
+  std::optional<Error> err = carry_state(plan, old->lib->ranges(), options_.state_mismatch, options_.migrate_state,
+                                         name, fresh->info.state);
+  if (!err)
+    err = run_on_load(*fresh, old);
+  if (err) {
+    current_.store(old, std::memory_order_seq_cst);
+    return err;
+  }
+  publish(fresh, old);
+  return std::nullopt;
+}
+
+namespace {
+// current_ holds this while reload() or rollback() copies state: pin()
+// waits instead of entering either version. Compared, never dereferenced.
+alignas(64) char g_gate_tag[64];
+} // namespace
+
+HotModule::Version *HotModule::gate() { return reinterpret_cast<Version *>(g_gate_tag); }
+
+bool HotModule::close_and_drain(Version *old) {
+  current_.store(gate(), std::memory_order_seq_cst);
+  // A pin taken from now on sees the gate on its second load and backs off
+  // (pin()), so old's count only falls.
+  auto deadline = std::chrono::steady_clock::now() + options_.state_drain_timeout;
+  for (int spins = 0; old->pins.load(std::memory_order_seq_cst) != 0; ++spins) {
+    if (std::chrono::steady_clock::now() >= deadline)
+      return false;
+    if (spins < 64)
+      std::this_thread::yield();
+    else
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+  return true;
+}
+
+void HotModule::publish(Version *fresh, Version *old) {
+  ++next_number_;
   current_.store(fresh, std::memory_order_seq_cst);
   generation_.fetch_add(1);
   if (previous_)
     retire_locked(previous_);
   previous_ = old;
   collect_locked();
-  return std::nullopt;
 }
 
 std::optional<Error> HotModule::rollback() {
@@ -157,6 +248,7 @@ std::optional<Error> HotModule::rollback() {
     return make_error(ErrorCode::BadRequest, "there is no previous version to roll back to", {}, {},
                       "rollback() is possible once after each successful reload");
   Version *bad = current_.load();
+  carry_back(bad, previous_);
   current_.store(previous_, std::memory_order_seq_cst);
   generation_.fetch_add(1);
   previous_ = nullptr;
@@ -164,6 +256,23 @@ std::optional<Error> HotModule::rollback() {
     retire_locked(bad);
   collect_locked();
   return std::nullopt;
+}
+
+// Rollback carries the current state back; what does not fit keeps the
+// previous version's own value. Never refuses: a rollback must happen.
+void HotModule::carry_back(Version *bad, Version *prev) {
+  if (!bad || (bad->state.empty() && prev->state.empty()))
+    return;
+  auto plan = plan_state_carry(bad->state, prev->state, StateMismatchPolicy::Reset, prev->info.source);
+  StateReport report;
+  if (plan && !plan->empty()) {
+    if (close_and_drain(bad))
+      (void)carry_state(plan.value(), bad->lib->ranges(), StateMismatchPolicy::Reset, {}, prev->info.source, report);
+    else
+      report.warnings.push_back("calls stayed inside version " + std::to_string(bad->info.number) +
+                                "; its state was not carried back");
+  }
+  prev->info.state = report;
 }
 
 void HotModule::retire_locked(Version *v) { v->retired = true; }

@@ -8,9 +8,20 @@
 //   entry point's address for that version, so several calls through one
 //   Pin all reach the same version.
 // - reload() verifies (loader.h), maps a private copy, checks the ABI,
-//   runs on_load, and only then publishes the version with one atomic
-//   store. If any step fails, the old version keeps serving and the error
-//   says which step and why.
+//   carries the state variables (below), runs on_load, and only then
+//   publishes the version with one atomic store. If any step fails, the old
+//   version keeps serving and the error says which step and why.
+// - State (hotlink/state.h, loader/state.h): when the old or the new
+//   version has HOTLINK_STATE variables, reload() first checks that each
+//   pair fits (same layout, else StateMismatch before anything waits), then
+//   closes the module to new calls (they wait in pin()), waits until no call
+//   is inside the old version (past state_drain_timeout it reopens and
+//   refuses with StateBusy), copies the values, runs on_load and publishes:
+//   no update made by a call in the old version is lost or torn. A thread
+//   that holds a Pin while it calls reload() (or across it) makes that wait
+//   time out. Without state variables nothing waits. rollback() carries the
+//   state back the same way (what does not fit keeps the previous version's
+//   own value, with a warning).
 // - A replaced version stays mapped as the rollback target; the one before
 //   it is retired. A retired version is unmapped by the next reload(),
 //   rollback() or collect() after its pin count is zero: never while a call
@@ -24,6 +35,7 @@
 
 #include "exports/error.h"
 #include "loader/loader.h"
+#include "loader/state.h"
 
 #include <atomic>
 #include <chrono>
@@ -48,7 +60,16 @@ struct ModuleOptions {
   // After mapping and the ABI check, before publishing: may move state from
   // `old` (null for the first version) into `fresh`. An Error refuses the
   // version (InitFailed) and the old one keeps serving.
+  // It runs after the state variables were carried.
   std::function<std::optional<Error>(const Library &fresh, const Library *old)> on_load;
+  // A state variable that cannot be carried as it is (its layout changed, or
+  // it points into the old image): refuse the reload (the default), let the
+  // new version start it afresh, or call migrate_state.
+  StateMismatchPolicy state_mismatch = StateMismatchPolicy::Refuse;
+  StateMigration migrate_state;
+  // How long reload() waits for calls inside the old version to return
+  // before it copies the state (new calls wait meanwhile).
+  std::chrono::milliseconds state_drain_timeout{1000};
   // Just before a retired version is unmapped (for cleanup or tests).
   std::function<void(std::uint64_t version)> on_unload;
   // How versions are mapped: each is a file named NAME.vN.<hash>.EXT (the
@@ -65,6 +86,7 @@ struct VersionInfo {
                             // when reload() was given one to check
                             // (VerifyOptions::sha256)
   std::string source;       // the path or name it was loaded from
+  StateReport state;        // what its reload (or the rollback to it) did with state
 };
 
 class HotModule {
@@ -185,6 +207,14 @@ private:
   static int run_guarded(const std::function<void()> &call);
   Error fault_error(int sig, std::uint64_t version);
   Expected<int> register_entry(const std::string &name);
+  Expected<std::unique_ptr<Version>> map_version(const std::vector<std::uint8_t> &bytes, const std::string &name,
+                                                 const VerifyOptions &extra);
+  std::optional<Error> run_on_load(const Version &fresh, const Version *old);
+  std::optional<Error> publish_with_state(Version *old, Version *fresh, StateCarry &plan);
+  bool close_and_drain(Version *old);
+  void publish(Version *fresh, Version *old);
+  void carry_back(Version *bad, Version *prev);
+  static Version *gate();
   void retire_locked(Version *v);
   std::size_t collect_locked();
 

@@ -17,6 +17,7 @@
 #include <ctime>
 #include <dirent.h>
 #include <dlfcn.h>
+#include <link.h>
 #include <fcntl.h>
 #include <map>
 #include <mutex>
@@ -230,6 +231,30 @@ void keep_image(const std::vector<std::uint8_t> &bytes, const std::string &file_
   bound_kept(dir, options.keep_max_bytes);
 }
 
+// The loaded segments of the image `handle` maps, and its base.
+void find_ranges(void *handle, std::uintptr_t &base, std::vector<ImageRange> &ranges) {
+  struct link_map *map = nullptr;
+  if (::dlinfo(handle, RTLD_DI_LINKMAP, &map) != 0 || !map)
+    return;
+  struct Search {
+    const struct link_map *map;
+    std::vector<ImageRange> *ranges;
+  } search{map, &ranges};
+  base = map->l_addr;
+  ::dl_iterate_phdr(
+      [](struct dl_phdr_info *info, std::size_t, void *data) -> int {
+        auto *s = static_cast<Search *>(data);
+        if (info->dlpi_addr != s->map->l_addr || !info->dlpi_name || std::strcmp(info->dlpi_name, s->map->l_name) != 0)
+          return 0;
+        for (int i = 0; i < info->dlpi_phnum; ++i)
+          if (info->dlpi_phdr[i].p_type == PT_LOAD)
+            s->ranges->push_back({info->dlpi_addr + info->dlpi_phdr[i].p_vaddr,
+                                  info->dlpi_addr + info->dlpi_phdr[i].p_vaddr + info->dlpi_phdr[i].p_memsz});
+        return 1;
+      },
+      &search);
+}
+
 } // namespace
 
 std::optional<Unresolved> unresolved_import(const std::vector<std::string> &imports,
@@ -309,6 +334,7 @@ Expected<std::unique_ptr<Library>> load_private(const std::vector<std::uint8_t> 
     return make_error(ErrorCode::LoadFailed, std::string("dlopen refused it: ") + (why ? why : "?"), name,
                       {}, "verify() it first; an unresolved import is the usual cause");
   }
+  find_ranges(lib->handle_, lib->base_, lib->ranges_);
   if (!options.keep_images.empty() || std::getenv("HOTLINK_KEEP_IMAGES"))
     keep_image(bytes, file, options);
   return lib;

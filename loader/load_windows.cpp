@@ -130,6 +130,11 @@ Expected<std::unique_ptr<Library>> load_private(const std::vector<std::uint8_t> 
     return make_error(ErrorCode::LoadFailed, "LoadLibraryExW refused it: " + last_error(), name, {},
                       "verify() it first; a missing dependent DLL is the usual cause");
   lib->handle_ = h;
+  // The image is one range: the module's base up to its SizeOfImage.
+  auto *dos = reinterpret_cast<const IMAGE_DOS_HEADER *>(h);
+  auto *nt = reinterpret_cast<const IMAGE_NT_HEADERS *>(reinterpret_cast<const char *>(h) + dos->e_lfanew);
+  lib->base_ = reinterpret_cast<std::uintptr_t>(h);
+  lib->ranges_.push_back({lib->base_, lib->base_ + nt->OptionalHeader.SizeOfImage});
   return lib;
 }
 

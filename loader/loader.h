@@ -95,6 +95,11 @@ struct LoadOptions {
   std::uint64_t keep_max_bytes = 256ull << 20;
 };
 
+// An address range of a mapped image: [start, end).
+struct ImageRange {
+  std::uintptr_t start = 0, end = 0;
+};
+
 // A mapped private copy. Unmapped (dlclose) and its file removed when
 // destroyed.
 class Library {
@@ -107,6 +112,10 @@ public:
   const std::string &name() const { return name_; }
   // The file the dynamic loader mapped (what gdb, perf and valgrind show).
   const std::string &path() const { return copy_path_; }
+  // Where the image is mapped: the base its link-time addresses are
+  // relative to, and its loaded segments (code, read-only data, data).
+  std::uintptr_t base() const { return base_; }
+  const std::vector<ImageRange> &ranges() const { return ranges_; }
 
 private:
   friend Expected<std::unique_ptr<Library>> load_private(const std::vector<std::uint8_t> &,
@@ -115,6 +124,8 @@ private:
   void *handle_ = nullptr;
   std::string copy_path_; // the private copy on disk
   std::string name_;
+  std::uintptr_t base_ = 0;
+  std::vector<ImageRange> ranges_;
 };
 
 // Maps `bytes` (verified first by the caller) as a private copy.

@@ -70,6 +70,8 @@ typedef enum hotlink_status {
   HOTLINK_BAD_SIGNATURE,       /* signature: does not verify, or malformed */
   HOTLINK_KEY_ERROR,           /* signature: a key file is unreadable, malformed or unsafe */
   HOTLINK_INTERNAL,            /* a bug in hotlink (or out of memory); please report */
+  HOTLINK_STATE_MISMATCH,      /* loader: a state variable cannot be carried into the new version */
+  HOTLINK_STATE_BUSY,          /* loader: calls stayed inside the old version past the drain timeout */
   HOTLINK_STATUS_MAX_ = 0x7fffffff /* not a status: makes every int a valid value (ABI) */
 } hotlink_status;
 
