@@ -5,6 +5,7 @@
 // own fd N and hung, perf and valgrind named no function.)
 #include "loader/loader.h"
 #include "base/files.h"
+#include "loader/image_store.h"
 #include "loader/platform.h"
 
 #include "exports/symbols.h"
@@ -28,88 +29,6 @@
 namespace hotlink::loader {
 
 namespace {
-
-// --- The process's load directory ---------------------------------------------
-
-constexpr const char *kPrefix = "hotlink-load-";
-
-// Removes the load directories of processes that are gone: each holds a
-// .lock its owner keeps flock'ed for its lifetime (the kernel drops the
-// lock when the owner dies, however it dies). One without a .lock is a
-// directory whose owner died between making it and locking it; it is left
-// a minute for an owner that is still starting.
-void remove_abandoned(const std::string &base, const std::string &mine) {
-  DIR *d = ::opendir(base.c_str());
-  if (!d)
-    return;
-  std::vector<std::string> dead;
-  while (struct dirent *e = ::readdir(d)) {
-    std::string n = e->d_name;
-    if (n.rfind(kPrefix, 0) != 0)
-      continue;
-    std::string dir = base + "/" + n;
-    struct stat st;
-    if (dir == mine || ::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::getuid())
-      continue;
-    int fd = ::open((dir + "/.lock").c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0) {
-      if (errno == ENOENT && ::time(nullptr) - st.st_mtime > 60)
-        dead.push_back(dir);
-      continue;
-    }
-    if (::flock(fd, LOCK_EX | LOCK_NB) == 0)
-      dead.push_back(dir);
-    ::close(fd);
-  }
-  ::closedir(d);
-  for (const std::string &dir : dead)
-    base::remove_tree(dir);
-}
-
-struct LoadDirectory {
-  std::string path;
-  std::string error;
-  int lock_fd = -1;
-  pid_t owner = ::getpid();
-  // At exit the directory goes, with whatever copies are left (a mapping
-  // outlives its file); a forked child leaves its parent's alone.
-  ~LoadDirectory() {
-    if (!path.empty() && ::getpid() == owner)
-      base::remove_tree(path);
-  }
-};
-
-// Made on first use: $HOTLINK_TMPDIR, else /dev/shm, else $TMPDIR, else
-// /tmp. Kept for the process's life (the lock with it).
-const LoadDirectory &load_directory() {
-  static LoadDirectory dir = [] {
-    LoadDirectory d;
-    std::vector<std::string> bases;
-    if (const char *e = std::getenv("HOTLINK_TMPDIR"); e && *e)
-      bases.push_back(e);
-    bases.push_back("/dev/shm");
-    if (const char *t = std::getenv("TMPDIR"); t && *t)
-      bases.push_back(t);
-    bases.push_back("/tmp");
-    for (const std::string &b : bases) {
-      std::string templ = b + "/" + kPrefix + "XXXXXX";
-      std::vector<char> buf(templ.begin(), templ.end());
-      buf.push_back('\0');
-      if (!::mkdtemp(buf.data())) { // mode 0700
-        d.error = "cannot create a directory in " + b + ": " + std::strerror(errno);
-        continue;
-      }
-      d.path = buf.data();
-      d.lock_fd = ::open((d.path + "/.lock").c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-      if (d.lock_fd >= 0)
-        ::flock(d.lock_fd, LOCK_EX);
-      remove_abandoned(b, d.path);
-      break;
-    }
-    return d;
-  }();
-  return dir;
-}
 
 // --- Names ----------------------------------------------------------------------
 
@@ -138,97 +57,6 @@ std::string default_file_name(const std::vector<std::uint8_t> &bytes, const std:
   static std::atomic<std::uint64_t> count{0};
   auto [stem, ext] = split_extension(clean(base_name(name)));
   return stem + "." + std::to_string(++count) + "." + blake3_hex(bytes).substr(0, 8) + ext;
-}
-
-// --- Post-mortem images ----------------------------------------------------------
-
-bool make_dirs(const std::string &path) {
-  for (std::size_t i = 1; i <= path.size(); ++i)
-    if (i == path.size() || path[i] == '/') {
-      std::string p = path.substr(0, i);
-      if (::mkdir(p.c_str(), 0755) != 0 && errno != EEXIST)
-        return false;
-    }
-  return true;
-}
-
-// Removes the oldest images (every name of one inode together) while DIR
-// holds more than `max_bytes`.
-void bound_kept(const std::string &dir, std::uint64_t max_bytes) {
-  struct Image {
-    std::uint64_t size = 0;
-    std::int64_t mtime = 0;
-    std::vector<std::string> names;
-  };
-  std::map<std::pair<dev_t, ino_t>, Image> images;
-  auto scan = [&](const std::string &d) {
-    DIR *h = ::opendir(d.c_str());
-    if (!h)
-      return;
-    while (struct dirent *e = ::readdir(h)) {
-      std::string p = d + "/" + e->d_name;
-      struct stat st;
-      if (e->d_name[0] == '.' || ::lstat(p.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
-        continue;
-      Image &im = images[{st.st_dev, st.st_ino}];
-      im.size = std::uint64_t(st.st_size);
-      im.mtime = st.st_mtim.tv_sec * 1000000000ll + st.st_mtim.tv_nsec;
-      im.names.push_back(p);
-    }
-    ::closedir(h);
-  };
-  scan(dir);
-  if (DIR *h = ::opendir((dir + "/.build-id").c_str())) {
-    while (struct dirent *e = ::readdir(h))
-      if (e->d_name[0] != '.')
-        scan(dir + "/.build-id/" + e->d_name);
-    ::closedir(h);
-  }
-  std::uint64_t total = 0;
-  std::vector<const Image *> order;
-  for (const auto &[id, im] : images) {
-    total += im.size;
-    order.push_back(&im);
-  }
-  std::sort(order.begin(), order.end(), [](const Image *a, const Image *b) { return a->mtime < b->mtime; });
-  for (const Image *im : order) {
-    if (total <= max_bytes)
-      break;
-    for (const std::string &n : im->names)
-      ::unlink(n.c_str());
-    total -= im->size;
-  }
-}
-
-// Writes the image under the names gdb and perf look for (see LoadOptions).
-void keep_image(const std::vector<std::uint8_t> &bytes, const std::string &file_name,
-                const LoadOptions &options) {
-  std::string dir = options.keep_images;
-  if (dir.empty())
-    if (const char *e = std::getenv("HOTLINK_KEEP_IMAGES"))
-      dir = e;
-  if (dir.empty() || !make_dirs(dir))
-    return;
-  std::string by_name = dir + "/" + file_name;
-  base::AtomicWrite how;
-  how.mode = 0644;
-  if (base::write_file_atomically(by_name, bytes.data(), bytes.size(), how))
-    return;
-  auto info = exports::read_artifact(bytes.data(), bytes.size(), file_name);
-  if (info && info->build_id.size() > 2) {
-    std::string sub = dir + "/.build-id/" + info->build_id.substr(0, 2);
-    if (make_dirs(sub)) {
-      std::string rest = sub + "/" + info->build_id.substr(2);
-      for (const std::string &link : {rest + ".debug", rest}) {
-        ::unlink(link.c_str());
-        if (::link(by_name.c_str(), link.c_str()) != 0) {
-          // Another file system would need a copy; the name alone is enough
-          // for gdb's solib-search-path.
-        }
-      }
-    }
-  }
-  bound_kept(dir, options.keep_max_bytes);
 }
 
 // The loaded segments of the image `handle` maps, and its base.
@@ -290,7 +118,11 @@ std::optional<Unresolved> unresolved_import(const std::vector<std::string> &impo
 Library::~Library() {
   if (handle_)
     dlclose(handle_);
-  if (!copy_path_.empty())
+  if (copy_path_.empty())
+    return;
+  if (kept_)
+    store::unmapped(copy_path_); // stays for post-mortem tools
+  else
     ::unlink(copy_path_.c_str());
 }
 
@@ -298,7 +130,7 @@ void *Library::symbol(const std::string &name) const { return dlsym(handle_, nam
 
 Expected<std::unique_ptr<Library>> load_private(const std::vector<std::uint8_t> &bytes,
                                                 const std::string &name, const LoadOptions &options) {
-  const LoadDirectory &dir = load_directory();
+  const store::CopyDirectory &dir = store::copy_directory(options);
   if (dir.path.empty())
     return make_error(ErrorCode::LoadFailed, "no directory for private copies: " + dir.error, name, {},
                       "make /dev/shm or $TMPDIR writable, or set HOTLINK_TMPDIR");
@@ -335,8 +167,8 @@ Expected<std::unique_ptr<Library>> load_private(const std::vector<std::uint8_t> 
                       {}, "verify() it first; an unresolved import is the usual cause");
   }
   find_ranges(lib->handle_, lib->base_, lib->ranges_);
-  if (!options.keep_images.empty() || std::getenv("HOTLINK_KEEP_IMAGES"))
-    keep_image(bytes, file, options);
+  lib->kept_ = dir.kept;
+  store::kept(dir, lib->copy_path_, bytes, options);
   return lib;
 }
 

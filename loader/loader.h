@@ -8,15 +8,17 @@
 //   (NotASharedObject, FormatMismatch, ArchMismatch, MissingExport,
 //   HashMismatch, UnresolvedSymbol) naming the artifact and the symbol.
 // - load_private() maps a private copy: a uniquely named real file (on
-//   Linux in a per-process directory on tmpfs, mode 0700, named
+//   Linux in a per-process directory, mode 0700: in the post-mortem store by default, else on tmpfs; named
 //   NAME.N.<hash>.so; on Windows a directory per copy, with the DLL's PDB
 //   beside it), so the same path can be loaded again and again, a writer can
 //   replace the published file while an old version is mapped, the dynamic
 //   loader never hands back a stale image, and debuggers and profilers
 //   (gdb, perf, valgrind) open the mapped image by the name the loader
-//   lists. The file lives exactly as long as the Library; what a killed
-//   process left is removed by the next process that loads. RTLD_NOW |
-//   RTLD_LOCAL.
+//   lists. By default the file stays in a bounded per-user store after the
+//   Library and the process are gone, for post-mortem tools (LoadOptions::
+//   keep_images); with that off it lives exactly as long as the Library, and
+//   what a killed process left is removed by the next process that loads.
+//   RTLD_NOW | RTLD_LOCAL.
 // - check_abi() compares what an entry point's f_metadata() reports with
 //   what the host was built against.
 #pragma once
@@ -26,6 +28,7 @@
 #include "trust/signature.h"
 #include "exports/symbols.h"
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -83,16 +86,17 @@ struct LoadOptions {
   // artifact's name, a per-process count and the first 8 hex digits of the
   // bytes' hash (HotModule names versions NAME.vN.<hash>.EXT).
   std::string file_name;
-  // Post-mortem: also keep the image in DIR after it is unmapped and the
-  // process has exited, as DIR/.build-id/xx/REST.debug (gdb's
-  // debug-file-directory), DIR/.build-id/xx/REST (perf's build-id cache:
-  // `perf --buildid-dir DIR report` of a `perf record --buildid-mmap`) and
-  // DIR/FILE_NAME (gdb's solib-search-path, for a core file). Empty:
-  // $HOTLINK_KEEP_IMAGES if set, else off. ELF (an image without a
-  // build-id is kept under its file name alone).
+  // Post-mortem (loader/image_store.h): on by default, each copy is written
+  // into a per-user store and stays there after it is unmapped and after
+  // the process exits, so perf and gdb name its functions afterwards. The
+  // store: this directory; empty: $HOTLINK_KEEP_IMAGES if set, else
+  // $XDG_CACHE_HOME/hotlink/images, else ~/.cache/hotlink/images. "off"
+  // (here or in the variable): copies go to tmpfs and are removed at unmap.
   std::string keep_images;
-  // Past this many bytes in DIR, the oldest kept images are removed.
+  // The store's bound: past this many bytes, or this age, the oldest images
+  // are removed first (never one this process has mapped).
   std::uint64_t keep_max_bytes = 256ull << 20;
+  std::chrono::seconds keep_max_age{14 * 24 * 3600};
 };
 
 // An address range of a mapped image: [start, end).
@@ -126,6 +130,7 @@ private:
   std::string name_;
   std::uintptr_t base_ = 0;
   std::vector<ImageRange> ranges_;
+  bool kept_ = false; // in the post-mortem store: not removed when unmapped
 };
 
 // Maps `bytes` (verified first by the caller) as a private copy.

@@ -195,71 +195,130 @@ TEST(Profilers, ValgrindNamesTheKernelFunctionAndLine) {
 
 // --- Post-mortem --------------------------------------------------------------------
 
-TEST(PostMortem, GdbReadsACoreOfAHostThatAbortedInsideTheKernel) {
+// The environment of a user who set nothing: the store is the default one
+// under HOME (a fresh one per test, so perf's ~/.debug is fresh too).
+std::vector<std::string> default_store_env(const std::string &home) {
+  return {"HOME=" + home, "XDG_CACHE_HOME=", "HOTLINK_KEEP_IMAGES="};
+}
+
+TEST(PostMortem, GdbReadsACoreOfAHostThatAbortedInsideTheKernelWithNoSetting) {
   if (test::kSanitized)
     GTEST_SKIP() << "a sanitizer's shadow memory would make the core terabytes";
   std::string dir = test::temp_dir();
   std::string v1 = debug_kernel(dir, 1);
-  std::string keep = dir + "/kept", core = dir + "/core", loads = test::temp_dir();
+  std::string home = test::temp_dir(), core = dir + "/core";
   // gdb writes the core when the kernel's abort() stops the host.
   test::Run g = run(gdb({"run", "generate-core-file " + core, "kill"}, {"--args", host(), "abort", v1}),
-                    {"HOTLINK_KEEP_IMAGES=" + keep, "HOTLINK_TMPDIR=" + loads});
+                    default_store_env(home));
   EXPECT_FALSE(g.timed_out);
   ASSERT_TRUE(test::exists(core)) << g.out << g.err;
-  // The host is gone, and its private copy with it (killed, it left it: the
-  // next host would remove it); the kept image stands in.
-  std::filesystem::remove_all(loads);
-  test::Run pm = run({kGdb, "-batch", "-nx", "-iex", "set debug-file-directory " + keep, "-iex",
-                      "set solib-search-path " + keep, host(), core, "-ex", "bt"});
+  // The host is gone; gdb opens its libraries by the paths the core names.
+  test::Run pm = run({kGdb, "-batch", "-nx", host(), core, "-ex", "bt"});
   EXPECT_FALSE(pm.timed_out);
   EXPECT_TRUE(std::regex_search(pm.out, std::regex("kernel_abort \\(\\) at [^\\n]*kernel_v1\\.c:12"))) << pm.out << pm.err;
-  // Without the kept images, gdb cannot say which function it was.
-  test::Run blind = run({kGdb, "-batch", "-nx", host(), core, "-ex", "bt", "-ex", "info sharedlibrary"});
+  std::string store = home + "/.cache/hotlink/images";
+  struct stat st;
+  ASSERT_EQ(::stat(store.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  // With the store off, the copy went to tmpfs and is gone with the host:
+  // gdb cannot say which function it was.
+  std::string loads = test::temp_dir(), core_off = dir + "/core.off";
+  test::Run off = run(gdb({"run", "generate-core-file " + core_off, "kill"}, {"--args", host(), "abort", v1}),
+                      {"HOTLINK_KEEP_IMAGES=off", "HOTLINK_TMPDIR=" + loads});
+  ASSERT_TRUE(test::exists(core_off)) << off.out << off.err;
+  std::filesystem::remove_all(loads); // as the next host would (killed, it left its directory)
+  test::Run blind = run({kGdb, "-batch", "-nx", host(), core_off, "-ex", "bt"});
   EXPECT_FALSE(std::regex_search(blind.out, std::regex("kernel_abort \\(\\) at"))) << blind.out << blind.err;
 }
 
-TEST(PostMortem, PerfReportsAfterTheHostExited) {
+TEST(PostMortem, PerfReportsBothVersionsAfterTheHostExitedWithNoSetting) {
   std::string why;
   if (!perf_works(why))
     GTEST_SKIP() << why;
   std::string dir = test::temp_dir();
   std::string v1 = debug_kernel(dir, 1), v2 = debug_kernel(dir, 2);
-  std::string keep = dir + "/kept", data = dir + "/perf.data";
-  // --buildid-mmap: the kernel records each mapping's build-id, which is
-  // all perf knows of a file that is gone when the report runs.
-  test::Run rec = run({kPerf, "record", "-q", "--buildid-mmap", "-e", "cpu-clock", "-o", data, "--", host(),
-                       "loop", v1, v2, "500", "-", "-"},
-                      {"HOTLINK_KEEP_IMAGES=" + keep});
+  std::string home = test::temp_dir(), data = dir + "/perf.data";
+  // Plain `perf record CMD` and `perf report`, as people profile.
+  auto env = default_store_env(home);
+  test::Run rec = run({kPerf, "record", "-q", "-e", "cpu-clock", "-o", data, "--", host(), "loop", v1, v2, "500", "-", "-"},
+                      env);
   ASSERT_EQ(rec.code, 0) << rec.err;
   EXPECT_NE(rec.out.find("looped"), std::string::npos);
-  test::Run rep = run({kPerf, "--buildid-dir", keep, "report", "-i", data, "--stdio", "--sort", "dso,sym"});
+  test::Run rep = run({kPerf, "report", "-i", data, "--stdio", "--sort", "dso,sym"}, env);
   EXPECT_EQ(kernel_dsos(rep.out).size(), 2u) << rep.out << rep.err;
-  test::Run blind = run({kPerf, "--buildid-dir", test::temp_dir(), "report", "-i", data, "--stdio", "--sort", "dso,sym"});
+  // With the store off, the files are gone when perf looks: no names.
+  std::string off_data = dir + "/perf.off.data";
+  std::string home_off = test::temp_dir();
+  test::Run rec_off = run({kPerf, "record", "-q", "-e", "cpu-clock", "-o", off_data, "--", host(), "loop", v1, v2,
+                           "500", "-", "-"},
+                          {"HOME=" + home_off, "HOTLINK_KEEP_IMAGES=off"});
+  ASSERT_EQ(rec_off.code, 0) << rec_off.err;
+  test::Run blind = run({kPerf, "report", "-i", off_data, "--stdio", "--sort", "dso,sym"}, {"HOME=" + home_off});
   EXPECT_TRUE(kernel_dsos(blind.out).empty()) << blind.out;
 }
 
-TEST(PostMortem, KeptImagesAreBounded) {
-  std::string keep = test::temp_dir() + "/kept";
+// The store's images: regular files under its process directories.
+std::size_t stored_images(const std::string &store) {
+  std::size_t n = 0;
+  for (const auto &d : std::filesystem::directory_iterator(store))
+    if (d.is_directory() && d.path().filename().string().rfind("hotlink-load-", 0) == 0)
+      for (const auto &f : std::filesystem::directory_iterator(d.path()))
+        n += f.is_regular_file() && f.path().filename().string()[0] != '.';
+  return n;
+}
+
+TEST(PostMortem, TheStoreIsBoundedInBytesAndAge) {
+  std::string store = test::temp_dir() + "/kept";
   std::string dir = test::temp_dir();
   std::string v1 = debug_kernel(dir, 1);
   auto bytes = loader::read_artifact_file(v1);
   ASSERT_TRUE(bytes.ok());
   loader::LoadOptions o;
-  o.keep_images = keep;
+  o.keep_images = store;
   o.keep_max_bytes = bytes->size() * 3 + bytes->size() / 2; // room for three images
+  std::vector<std::string> paths;
   for (int i = 0; i < 6; ++i) {
-    Bytes b = bytes.value();
-    // Another image each time (the build-id note's bytes stay as they are:
-    // only the name tells them apart here).
     o.file_name = "kernel." + std::to_string(i) + ".so";
-    auto lib = loader::load_private(b, v1, o);
+    auto lib = loader::load_private(bytes.value(), v1, o);
     ASSERT_TRUE(lib.ok()) << lib.error().to_string();
+    paths.push_back(lib.value()->path());
+    EXPECT_EQ(paths.back().rfind(store + "/hotlink-load-", 0), 0u) << paths.back();
   }
-  std::size_t images = 0;
-  for (const auto &e : std::filesystem::directory_iterator(keep))
-    images += e.is_regular_file();
-  EXPECT_LE(images, 3u);
-  EXPECT_GE(images, 1u);
+  EXPECT_LE(stored_images(store), 3u);
+  EXPECT_GE(stored_images(store), 1u);
+  EXPECT_TRUE(test::exists(paths.back())) << "the newest stays";
+  EXPECT_FALSE(test::exists(paths.front())) << "the oldest goes first";
+  // A mapped image is never removed, however small the bound.
+  o.keep_max_bytes = 1;
+  o.file_name = "mapped.so";
+  auto mapped = loader::load_private(bytes.value(), v1, o);
+  ASSERT_TRUE(mapped.ok());
+  o.file_name = "next.so";
+  ASSERT_TRUE(loader::load_private(bytes.value(), v1, o).ok());
+  EXPECT_TRUE(test::exists(mapped.value()->path()));
+  // Images past the age bound go when a process first opens the store.
+  std::string aged = test::temp_dir() + "/aged";
+  test::Run earlier = run({host(), "private", v1}, {"HOTLINK_KEEP_IMAGES=" + aged});
+  EXPECT_EQ(earlier.code, 0) << earlier.err;
+  EXPECT_EQ(stored_images(aged), 1u) << "the exited host's image stays";
+  loader::LoadOptions young;
+  young.keep_images = aged;
+  young.keep_max_age = std::chrono::seconds(0);
+  auto now = loader::load_private(bytes.value(), v1, young);
+  ASSERT_TRUE(now.ok());
+  EXPECT_EQ(stored_images(aged), 1u) << "only the image mapped now is left";
+  EXPECT_TRUE(test::exists(now.value()->path()));
+}
+
+TEST(PostMortem, AStoreThatCannotBeUsedIsAWarningNotAFailedLoad) {
+  std::string dir = test::temp_dir();
+  std::string v1 = debug_kernel(dir, 1);
+  std::string file = test::temp_dir() + "/not-a-directory";
+  test::write_file(file, Bytes{'x'});
+  test::Run r = run({host(), "private", v1}, {"HOTLINK_KEEP_IMAGES=" + file + "/images"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("private "), std::string::npos);
+  EXPECT_NE(r.err.find("the post-mortem image store " + file + "/images cannot be used"), std::string::npos) << r.err;
 }
 
 // --- Files ----------------------------------------------------------------------------
@@ -270,8 +329,10 @@ TEST(LoadFiles, EachVersionIsARealFileThatLivesAsLongAsItIsMapped) {
   auto bytes = loader::read_artifact_file(v1);
   ASSERT_TRUE(bytes.ok());
   std::string path;
+  loader::LoadOptions off;
+  off.keep_images = "off";
   {
-    auto lib = loader::load_private(bytes.value(), v1);
+    auto lib = loader::load_private(bytes.value(), v1, off);
     ASSERT_TRUE(lib.ok()) << lib.error().to_string();
     path = lib.value()->path();
     EXPECT_TRUE(test::exists(path));
@@ -284,11 +345,21 @@ TEST(LoadFiles, EachVersionIsARealFileThatLivesAsLongAsItIsMapped) {
     std::string all((std::istreambuf_iterator<char>(maps)), {});
     EXPECT_NE(all.find(path), std::string::npos);
     // Loading the same bytes again gives another file.
-    auto again = loader::load_private(bytes.value(), v1);
+    auto again = loader::load_private(bytes.value(), v1, off);
     ASSERT_TRUE(again.ok());
     EXPECT_NE(again.value()->path(), path);
   }
-  EXPECT_FALSE(test::exists(path));
+  EXPECT_FALSE(test::exists(path)) << "with the store off, the file goes with the mapping";
+  // With the store (the default), it stays for post-mortem tools.
+  loader::LoadOptions kept;
+  kept.keep_images = test::temp_dir() + "/store";
+  {
+    auto lib = loader::load_private(bytes.value(), v1, kept);
+    ASSERT_TRUE(lib.ok());
+    path = lib.value()->path();
+  }
+  EXPECT_TRUE(test::exists(path));
+  EXPECT_EQ(path.rfind(kept.keep_images + "/hotlink-load-", 0), 0u) << path;
 }
 
 TEST(LoadFiles, WhatAKilledHostLeftIsRemovedByTheNextOne) {
@@ -299,7 +370,7 @@ TEST(LoadFiles, WhatAKilledHostLeftIsRemovedByTheNextOne) {
   std::string script = "'" + host() + "' spin '" + v1 + "' '" + ready + "' '" + stop + "' & pid=$!\n"
                        "while [ ! -e '" + ready + "' ]; do sleep 0.05; done\nkill -9 $pid\nwait $pid\nexit 0\n";
   test::RunOptions o;
-  o.env = {"HOTLINK_TMPDIR=" + tmp};
+  o.env = {"HOTLINK_TMPDIR=" + tmp, "HOTLINK_KEEP_IMAGES=off"};
   o.timeout_seconds = 60;
   ASSERT_EQ(test::run({"/bin/sh", "-c", script}, o).code, 0);
   auto load_dirs = [&] {

@@ -1,0 +1,52 @@
+// Internal (POSIX). Where private copies are written, and the post-mortem
+// image store.
+//
+// Contract:
+// - Post-mortem is on by default: each process writes its private copies
+//   into a directory of its own inside the per-user store
+//   ($HOTLINK_KEEP_IMAGES, else $XDG_CACHE_HOME/hotlink/images, else
+//   ~/.cache/hotlink/images; mode 0700), and leaves them there when they are
+//   unmapped and when it exits. So the path the dynamic loader recorded
+//   still names the image after the process is gone: `perf record` reads
+//   each mapped file's build-id when the workload has exited (and copies it
+//   into ~/.debug), and gdb opens a core file's libraries by those paths.
+//   Each image is also linked as STORE/.build-id/xx/REST[.debug], for gdb's
+//   debug-file-directory and perf's --buildid-dir when the core or the
+//   profile is read elsewhere.
+// - The store is bounded: past `keep_max_bytes`, or for images older than
+//   `keep_max_age`, the oldest images are removed first, never one this
+//   process has mapped. Checked when a process first writes to the store
+//   and whenever its own writes pass the bound again.
+// - Off (HOTLINK_KEEP_IMAGES=off, or LoadOptions::keep_images = "off"), or
+//   when the store cannot be used (not ours, not writable, mounted noexec):
+//   copies go to a per-process directory on tmpfs ($HOTLINK_TMPDIR, else
+//   /dev/shm, else $TMPDIR, else /tmp) and are removed at unmap and at
+//   exit; a store that cannot be used is one warning on stderr, never a
+//   failed load.
+#pragma once
+
+#include "loader/loader.h"
+
+#include <string>
+#include <vector>
+
+namespace hotlink::loader::store {
+
+struct CopyDirectory {
+  std::string path;  // the process's directory; empty when none could be made
+  std::string error; // why not
+  bool kept = false; // in the store: copies stay after unmap and exit
+  std::string store; // the store it is in, when kept
+};
+
+// The directory for `options`' copies (made once per store, per process).
+const CopyDirectory &copy_directory(const LoadOptions &options);
+
+// A copy at `path` was written and mapped: link it by build-id, count it
+// against the bound, and protect it from pruning while it is mapped.
+void kept(const CopyDirectory &dir, const std::string &path, const std::vector<std::uint8_t> &bytes,
+          const LoadOptions &options);
+// It is unmapped: it may be pruned from now on.
+void unmapped(const std::string &path);
+
+} // namespace hotlink::loader::store

@@ -1,0 +1,292 @@
+#include "loader/image_store.h"
+
+#include "base/files.h"
+#include "exports/symbols.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <dirent.h>
+#include <fcntl.h>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+namespace hotlink::loader::store {
+
+namespace {
+
+constexpr const char *kPrefix = "hotlink-load-";
+
+std::mutex g_mu; // everything below
+std::set<std::string> g_mapped;                       // this process's mapped copies
+std::map<std::string, std::uint64_t> g_written_bytes; // per store, since its last prune
+
+// --- Directories ---------------------------------------------------------------------
+
+bool make_dirs(const std::string &path, mode_t mode) {
+  for (std::size_t i = 1; i <= path.size(); ++i)
+    if (i == path.size() || path[i] == '/') {
+      std::string p = path.substr(0, i);
+      if (::mkdir(p.c_str(), mode) != 0 && errno != EEXIST)
+        return false;
+    }
+  return true;
+}
+
+// True when `dir`'s owner died: it holds a .lock its owner keeps flock'ed
+// for its lifetime (the kernel drops the lock however the owner dies). One
+// without a .lock is a directory whose owner died between making it and
+// locking it; it is left a minute for an owner that is still starting.
+bool abandoned(const std::string &dir, const struct stat &st) {
+  int fd = ::open((dir + "/.lock").c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0)
+    return errno == ENOENT && ::time(nullptr) - st.st_mtime > 60;
+  bool dead = ::flock(fd, LOCK_EX | LOCK_NB) == 0;
+  ::close(fd);
+  return dead;
+}
+
+// The process directories in `base` that are not `mine`, ours, real directories.
+std::vector<std::pair<std::string, struct stat>> process_dirs(const std::string &base, const std::string &mine) {
+  std::vector<std::pair<std::string, struct stat>> out;
+  DIR *d = ::opendir(base.c_str());
+  if (!d)
+    return out;
+  while (struct dirent *e = ::readdir(d)) {
+    std::string n = e->d_name;
+    std::string dir = base + "/" + n;
+    struct stat st;
+    if (n.rfind(kPrefix, 0) != 0 || dir == mine || ::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) ||
+        st.st_uid != ::getuid())
+      continue;
+    out.push_back({dir, st});
+  }
+  ::closedir(d);
+  return out;
+}
+
+// A process's directory in `base` (mkdtemp: mode 0700), with its .lock held.
+std::string make_process_dir(const std::string &base, std::string &error) {
+  std::string templ = base + "/" + kPrefix + "XXXXXX";
+  std::vector<char> buf(templ.begin(), templ.end());
+  buf.push_back('\0');
+  if (!::mkdtemp(buf.data())) {
+    error = "cannot create a directory in " + base + ": " + std::strerror(errno);
+    return {};
+  }
+  std::string path = buf.data();
+  int lock = ::open((path + "/.lock").c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (lock >= 0)
+    ::flock(lock, LOCK_EX); // held (the fd stays open) for the process's life
+  return path;
+}
+
+// The tmpfs directory removes itself at exit, with whatever copies are left
+// (a mapping outlives its file); a forked child leaves its parent's alone.
+struct TmpDirectory : CopyDirectory {
+  pid_t owner = ::getpid();
+  ~TmpDirectory() {
+    if (!path.empty() && ::getpid() == owner)
+      base::remove_tree(path);
+  }
+};
+
+const CopyDirectory &tmp_directory() {
+  static TmpDirectory dir = [] {
+    TmpDirectory d;
+    std::vector<std::string> bases;
+    if (const char *e = std::getenv("HOTLINK_TMPDIR"); e && *e)
+      bases.push_back(e);
+    bases.push_back("/dev/shm");
+    if (const char *t = std::getenv("TMPDIR"); t && *t)
+      bases.push_back(t);
+    bases.push_back("/tmp");
+    for (const std::string &b : bases) {
+      d.path = make_process_dir(b, d.error);
+      if (d.path.empty())
+        continue;
+      for (const auto &[other, st] : process_dirs(b, d.path))
+        if (abandoned(other, st))
+          base::remove_tree(other);
+      break;
+    }
+    return d;
+  }();
+  return dir;
+}
+
+// --- The store --------------------------------------------------------------------------
+
+std::string store_path(const LoadOptions &options) {
+  std::string s = options.keep_images;
+  if (s.empty())
+    if (const char *e = std::getenv("HOTLINK_KEEP_IMAGES"))
+      s = e;
+  if (s == "off" || s == "0")
+    return {};
+  if (!s.empty())
+    return s;
+  if (const char *x = std::getenv("XDG_CACHE_HOME"); x && *x == '/')
+    return std::string(x) + "/hotlink/images";
+  if (const char *h = std::getenv("HOME"); h && *h == '/')
+    return std::string(h) + "/.cache/hotlink/images";
+  return {};
+}
+
+// Why the store cannot hold images the dynamic loader maps, or "".
+std::string unusable(const std::string &store) {
+  if (!make_dirs(store, 0700))
+    return std::string("cannot create it: ") + std::strerror(errno);
+  struct stat st;
+  if (::lstat(store.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    return "it is not a directory";
+  if (st.st_uid != ::getuid())
+    return "it belongs to another user";
+  if ((st.st_mode & 0777) != 0700 && ::chmod(store.c_str(), 0700) != 0)
+    return "its mode is not 0700 and cannot be made so";
+  struct statvfs vfs;
+  if (::statvfs(store.c_str(), &vfs) == 0 && (vfs.f_flag & ST_NOEXEC))
+    return "it is on a file system mounted noexec, where nothing can be mapped to run";
+  return {};
+}
+
+struct Image {
+  std::uint64_t size = 0;
+  std::int64_t mtime = 0;
+  bool mapped = false;
+  std::vector<std::string> names; // every name of one inode
+};
+
+void scan(const std::string &dir, std::map<std::pair<dev_t, ino_t>, Image> &images) {
+  DIR *h = ::opendir(dir.c_str());
+  if (!h)
+    return;
+  while (struct dirent *e = ::readdir(h)) {
+    std::string p = dir + "/" + e->d_name;
+    struct stat st;
+    if (e->d_name[0] == '.' || ::lstat(p.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+      continue;
+    Image &im = images[{st.st_dev, st.st_ino}];
+    im.size = std::uint64_t(st.st_size);
+    im.mtime = st.st_mtim.tv_sec * 1000000000ll + st.st_mtim.tv_nsec;
+    im.mapped = im.mapped || g_mapped.count(p);
+    im.names.push_back(p);
+  }
+  ::closedir(h);
+}
+
+// Removes the oldest images while the store holds more than the bound, and
+// every image older than the age bound; then the empty directories of
+// processes that are gone. Never an image this process has mapped.
+void prune_locked(const std::string &store, const std::string &mine, const LoadOptions &options) {
+  std::map<std::pair<dev_t, ino_t>, Image> images;
+  auto dirs = process_dirs(store, "");
+  for (const auto &[dir, st] : dirs)
+    scan(dir, images);
+  if (DIR *h = ::opendir((store + "/.build-id").c_str())) {
+    while (struct dirent *e = ::readdir(h))
+      if (e->d_name[0] != '.')
+        scan(store + "/.build-id/" + e->d_name, images);
+    ::closedir(h);
+  }
+  std::uint64_t total = 0;
+  std::vector<const Image *> order;
+  for (const auto &[id, im] : images) {
+    total += im.size;
+    if (!im.mapped)
+      order.push_back(&im);
+  }
+  std::sort(order.begin(), order.end(), [](const Image *a, const Image *b) { return a->mtime < b->mtime; });
+  auto now = std::chrono::system_clock::now().time_since_epoch();
+  std::int64_t oldest = std::chrono::duration_cast<std::chrono::nanoseconds>(now - options.keep_max_age).count();
+  for (const Image *im : order) {
+    if (total <= options.keep_max_bytes && im->mtime >= oldest)
+      break;
+    for (const std::string &n : im->names)
+      ::unlink(n.c_str());
+    total -= im->size;
+  }
+  for (const auto &[dir, st] : dirs)
+    if (dir != mine && ::rmdir(dir.c_str()) != 0 && abandoned(dir, st)) {
+      ::unlink((dir + "/.lock").c_str());
+      ::rmdir(dir.c_str()); // only when nothing else is left in it
+    }
+}
+
+// The store's process directory, made on first use of each store.
+const CopyDirectory *store_directory(const std::string &store, const LoadOptions &options) {
+  static std::map<std::string, std::unique_ptr<CopyDirectory>> made;
+  std::lock_guard<std::mutex> lock(g_mu);
+  auto &slot = made[store];
+  if (!slot) {
+    slot = std::make_unique<CopyDirectory>();
+    std::string why = unusable(store);
+    if (why.empty())
+      slot->path = make_process_dir(store, why);
+    if (slot->path.empty()) {
+      std::fprintf(stderr,
+                   "hotlink: warning: the post-mortem image store %s cannot be used (%s); loaded images are "
+                   "removed when the process exits, so perf and gdb cannot name their functions afterwards "
+                   "(set HOTLINK_KEEP_IMAGES to another directory, or to off)\n",
+                   store.c_str(), why.c_str());
+      slot->error = why;
+      return nullptr;
+    }
+    slot->kept = true;
+    slot->store = store;
+    prune_locked(store, slot->path, options);
+  }
+  return slot->path.empty() ? nullptr : slot.get();
+}
+
+} // namespace
+
+const CopyDirectory &copy_directory(const LoadOptions &options) {
+  std::string store = store_path(options);
+  if (!store.empty())
+    if (const CopyDirectory *d = store_directory(store, options))
+      return *d;
+  return tmp_directory();
+}
+
+void kept(const CopyDirectory &dir, const std::string &path, const std::vector<std::uint8_t> &bytes,
+          const LoadOptions &options) {
+  if (!dir.kept)
+    return;
+  auto info = exports::read_artifact(bytes.data(), bytes.size(), path);
+  if (info && info->build_id.size() > 2) {
+    std::string sub = dir.store + "/.build-id/" + info->build_id.substr(0, 2);
+    if (make_dirs(sub, 0700)) {
+      std::string rest = sub + "/" + info->build_id.substr(2);
+      for (const std::string &link : {rest + ".debug", rest}) {
+        ::unlink(link.c_str());
+        (void)::link(path.c_str(), link.c_str()); // the path alone still serves gdb and perf
+      }
+    }
+  }
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_mapped.insert(path);
+  std::uint64_t &written = g_written_bytes[dir.store];
+  written += bytes.size();
+  if (written > options.keep_max_bytes / 4) { // a quarter of the bound since the last look
+    written = 0;
+    prune_locked(dir.store, dir.path, options);
+  }
+}
+
+void unmapped(const std::string &path) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_mapped.erase(path);
+}
+
+} // namespace hotlink::loader::store
