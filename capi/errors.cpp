@@ -19,7 +19,7 @@ void hotlink_error_free(hotlink_error *error) { delete error; }
 const char *hotlink_status_name(hotlink_status code) {
   if (code == HOTLINK_OK)
     return "ok";
-  if (code < HOTLINK_OK || code > HOTLINK_STATE_BUSY)
+  if (code < HOTLINK_OK || code > HOTLINK_COMPILE_FAILED)
     return "unknown";
   return to_string(static_cast<ErrorCode>(static_cast<int>(code) - 1));
 }

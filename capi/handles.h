@@ -21,7 +21,7 @@ namespace hotlink::capi {
 inline hotlink_status status_of(ErrorCode code) {
   static_assert(static_cast<int>(ErrorCode::BadRequest) + 1 == HOTLINK_BAD_REQUEST, "codes in order");
   static_assert(static_cast<int>(ErrorCode::Internal) + 1 == HOTLINK_INTERNAL, "codes in order");
-  static_assert(static_cast<int>(ErrorCode::StateBusy) + 1 == HOTLINK_STATE_BUSY, "codes in order");
+  static_assert(static_cast<int>(ErrorCode::CompileFailed) + 1 == HOTLINK_COMPILE_FAILED, "codes in order");
   return static_cast<hotlink_status>(static_cast<int>(code) + 1);
 }
 

@@ -29,6 +29,7 @@ const char *to_string(ErrorCode code) {
   case ErrorCode::InitFailed: return "init-failed";
   case ErrorCode::StateMismatch: return "state-mismatch";
   case ErrorCode::StateBusy: return "state-busy";
+  case ErrorCode::CompileFailed: return "compile-failed";
   case ErrorCode::CacheUnsafe: return "cache-unsafe";
   case ErrorCode::CacheError: return "cache-error";
   case ErrorCode::Unsigned: return "unsigned";

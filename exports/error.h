@@ -45,6 +45,7 @@ enum class ErrorCode {
   // Appended after Internal, so the C API's numbers stay as they were.
   StateMismatch,     // loader: a state variable cannot be carried into the new version
   StateBusy,         // loader: calls stayed inside the old version past the drain timeout
+  CompileFailed,     // rebuild: the compiler refused a source
 };
 
 const char *to_string(ErrorCode code);

@@ -137,13 +137,17 @@ Expected<std::unique_ptr<Library>> load_private(const std::vector<std::uint8_t> 
   std::unique_ptr<Library> lib(new Library);
   lib->name_ = name;
   std::string file = options.file_name.empty() ? default_file_name(bytes, name) : clean(options.file_name);
-  // The name is unique in this process; a forked child shares the
-  // directory, so a clash gets the pid too.
+  // The name is taken when this process (or a forked child, which shares
+  // the directory) loaded the same bytes as the same version before, and
+  // the store kept that copy: then NAME.vN.<hash>.K.so, K = 2, 3, ...
   int fd = -1;
-  for (int attempt = 0; attempt < 2 && fd < 0; ++attempt) {
-    std::string f = attempt == 0 ? file : std::to_string(::getpid()) + "-" + file;
+  auto [stem, ext] = split_extension(file);
+  for (int attempt = 1; attempt <= 1000 && fd < 0; ++attempt) {
+    std::string f = attempt == 1 ? file : stem + "." + std::to_string(attempt) + ext;
     lib->copy_path_ = dir.path + "/" + f;
     fd = ::open(lib->copy_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0700);
+    if (fd < 0 && errno != EEXIST)
+      break;
     if (fd >= 0)
       file = f;
   }

@@ -10,6 +10,7 @@
 #include "loader/hot_module.h"
 #include "loader/cache_entry.h"
 #include "loader/loader.h"
+#include "rebuild/rebuilder.h"
 
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -29,7 +30,8 @@ namespace {
 
 PyObject *error_type = nullptr; // hotlink.Error
 
-[[noreturn]] void raise(const Error &e) {
+// A hotlink.Error instance, to raise or to return (Rebuilder.last_error).
+py::object error_object(const Error &e) {
   py::object type = py::reinterpret_borrow<py::object>(error_type);
   py::object exc = type(e.to_string());
   exc.attr("code") = to_string(e.code);
@@ -37,7 +39,11 @@ PyObject *error_type = nullptr; // hotlink.Error
   exc.attr("input") = e.input;
   exc.attr("symbol") = e.symbol;
   exc.attr("hint") = e.hint;
-  PyErr_SetObject(error_type, exc.ptr());
+  return exc;
+}
+
+[[noreturn]] void raise(const Error &e) {
+  PyErr_SetObject(error_type, error_object(e).ptr());
   throw py::error_already_set();
 }
 
@@ -488,12 +494,85 @@ void bind_hot_reload(py::module_ &m) {
         auto c = mod.module->current();
         return c ? c->number : 0;
       })
+      .def_property_readonly(
+          "state",
+          [](const Module &mod) {
+            auto c = mod.module->current();
+            loader::StateReport r = c ? c->state : loader::StateReport{};
+            return py::dict(py::arg("carried") = r.carried, py::arg("reset") = r.reset,
+                            py::arg("migrated") = r.migrated, py::arg("added") = r.added,
+                            py::arg("dropped") = r.dropped, py::arg("warnings") = r.warnings);
+          },
+          "What the current version's reload did with the HOTLINK_STATE variables: "
+          "{'carried': [...], 'reset', 'migrated', 'added', 'dropped', 'warnings'}.")
       .def("pin", [](const Module &mod) { return Pin{mod.module->pin(), &mod}; }, py::keep_alive<0, 1>())
       .def("address",
            [](const Module &mod, const py::object &entry) { return address_of(Pin{mod.module->pin(), &mod}, entry); },
            py::arg("entry"),
            "The current version's address of an entry, unpinned: call it only while no reload can unmap "
            "that version (use pin() otherwise).");
+}
+
+struct PyRebuilder {
+  std::unique_ptr<rebuild::Rebuilder> rb;
+  rebuild::Rebuilder &get() const {
+    if (!rb)
+      raise(make_error(ErrorCode::BadRequest, "the rebuilder was closed", {}, {}, "make another"));
+    return *rb;
+  }
+};
+
+void bind_rebuild(py::module_ &m) {
+  py::class_<PyRebuilder>(m, "Rebuilder",
+                          "Watches a module's sources (and the headers they include), recompiles what changed "
+                          "with the compilation database's command, links in-process and reloads the module. "
+                          "A compile error or a refused link keeps the old version serving (last_error).")
+      .def(py::init([](Module &mod, const std::string &compile_commands, const std::vector<std::string> &sources,
+                       const std::vector<std::string> &exports, const std::string &policy,
+                       const std::optional<std::string> &target, const std::vector<std::string> &libraries,
+                       const py::object &linker, const std::string &name) {
+             rebuild::Options o;
+             o.compile_commands = compile_commands;
+             o.sources = sources;
+             o.request.exports = policy_of(!exports.empty() && policy == "entry-points" ? "list" : policy, exports);
+             o.request.target = target.value_or("");
+             o.request.libraries = libraries;
+             o.name = name;
+             LinkService &service = linker.is_none() ? *default_linker().service : *linker.cast<Linker &>().service;
+             py::gil_scoped_release unlocked; // the first build runs here
+             return PyRebuilder{std::make_unique<rebuild::Rebuilder>(*mod.module, service, std::move(o))};
+           }),
+           py::arg("module"), py::arg("compile_commands"), py::arg("sources"),
+           py::arg("exports") = std::vector<std::string>{}, py::arg("policy") = "entry-points",
+           py::arg("target") = py::none(), py::arg("libraries") = std::vector<std::string>{},
+           py::arg("linker") = py::none(), py::arg("name") = "module.so", py::keep_alive<1, 2>(),
+           py::keep_alive<1, 9>())
+      .def_property_readonly("rebuilds", [](const PyRebuilder &r) { return r.get().rebuilds(); })
+      .def_property_readonly("failures", [](const PyRebuilder &r) { return r.get().failures(); })
+      .def_property_readonly("compiles", [](const PyRebuilder &r) { return r.get().compiles(); })
+      .def_property_readonly(
+          "last_error",
+          [](const PyRebuilder &r) -> py::object {
+            auto e = r.get().last_error();
+            return e ? error_object(*e) : py::none();
+          },
+          "None, or the hotlink.Error of the last build (a compile error names FILE:LINE).")
+      .def(
+          "wait",
+          [](const PyRebuilder &r, std::uint64_t seen, double timeout) {
+            rebuild::Rebuilder &rb = r.get();
+            py::gil_scoped_release unlocked;
+            return rb.wait_past(seen, std::chrono::milliseconds(static_cast<long long>(timeout * 1000)));
+          },
+          py::arg("seen"), py::arg("timeout") = 30.0,
+          "Waits until rebuilds + failures exceeds `seen`; returns whether it did within `timeout` seconds.")
+      .def(
+          "close",
+          [](PyRebuilder &r) {
+            py::gil_scoped_release unlocked;
+            r.rb.reset();
+          },
+          "Stops watching.");
 }
 
 } // namespace
@@ -515,4 +594,5 @@ PYBIND11_MODULE(hotlink, m) {
   bind_linking(m);
   bind_cache_and_loading(m);
   bind_hot_reload(m);
+  bind_rebuild(m);
 }

@@ -72,6 +72,7 @@ typedef enum hotlink_status {
   HOTLINK_INTERNAL,            /* a bug in hotlink (or out of memory); please report */
   HOTLINK_STATE_MISMATCH,      /* loader: a state variable cannot be carried into the new version */
   HOTLINK_STATE_BUSY,          /* loader: calls stayed inside the old version past the drain timeout */
+  HOTLINK_COMPILE_FAILED,      /* rebuild: the compiler refused a source */
   HOTLINK_STATUS_MAX_ = 0x7fffffff /* not a status: makes every int a valid value (ABI) */
 } hotlink_status;
 

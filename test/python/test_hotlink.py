@@ -4,6 +4,7 @@ ctypes calls, hot reload, and hotlink.Error with hotlink's codes.
 Run by ctest (python.package) with /usr/bin/python3, PYTHONPATH pointing at
 the built package and HOTLINK_TEST_CLANG naming clang-22."""
 import ctypes
+import json
 import os
 import subprocess
 import sys
@@ -214,6 +215,54 @@ class Reload(unittest.TestCase):
             module.entry("scale")
             module.reload(path)
             self.assertEqual(SCALE(module.address("scale"))(2), 8)
+
+
+STATE_H = os.path.join(os.path.dirname(__file__), "..", "..", "include")
+COUNT = ctypes.CFUNCTYPE(ctypes.c_int)
+
+
+def counter(value: int) -> str:
+    return ("#include <hotlink/state.h>\n"
+            "static int HOTLINK_STATE n = 0;\n"
+            f"int step(void) {{ n += {value}; return n; }}\n")
+
+
+class Rebuild(unittest.TestCase):
+    def test_an_edit_reaches_the_module_and_a_compile_error_names_its_line(self):
+        with tempfile.TemporaryDirectory() as d:
+            src = os.path.join(d, "k.c")
+
+            def save(text):  # as an editor saves: a temporary renamed over the file
+                with open(src + ".tmp", "w") as f:
+                    f.write(text)
+                os.rename(src + ".tmp", src)
+
+            save(counter(1))
+            db = os.path.join(d, "compile_commands.json")
+            with open(db, "w") as f:
+                json.dump([{"directory": d, "file": src,
+                            "arguments": [CLANG, "-I" + os.path.abspath(STATE_H), "-O1", "-fPIC",
+                                          "-c", src, "-o", "k.o"]}], f)
+            module = hotlink.HotModule()
+            module.entry("step")
+            rb = hotlink.Rebuilder(module, db, [src], exports=["step"])
+            self.assertIsNone(rb.last_error)
+            self.assertEqual(COUNT(module.address("step"))(), 1)
+            seen = rb.rebuilds + rb.failures
+            save(counter(10))
+            self.assertTrue(rb.wait(seen))
+            self.assertIsNone(rb.last_error)
+            self.assertEqual(COUNT(module.address("step"))(), 11)  # the state came along
+            self.assertTrue(any("n" == k.split(":")[-1] for k in module.state["carried"]))
+            seen = rb.rebuilds + rb.failures
+            save("int step(void) { return 1 }\n")
+            self.assertTrue(rb.wait(seen))
+            self.assertEqual(rb.last_error.code, "compile-failed")
+            self.assertIn("k.c:1:", rb.last_error.message)
+            self.assertEqual(COUNT(module.address("step"))(), 21)  # the old version serves
+            rb.close()
+            with self.assertRaises(hotlink.Error):
+                rb.rebuilds
 
 
 if __name__ == "__main__":
