@@ -14,6 +14,7 @@ trap 'rm -f "$tables" "$loader"' EXIT
 build/bin/compare_bench --markdown "$tables" >&2
 build/bin/loader_bench --benchmark_filter='Call' >"$loader" 2>&1
 instructions=$(bench/instructions.sh build)
+rebuild=$(build/bin/rebuild_bench 5)
 call=$(grep '^call, medians' "$loader")
 
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
@@ -47,6 +48,16 @@ mem=$(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo)
   echo "same on a busy machine as on an idle one."
   echo
   echo "$instructions"
+  echo
+  echo "### Edit to running"
+  echo
+  echo "From \`build/bin/rebuild_bench\` in the same run: an editor's save (a temporary"
+  echo "renamed over \`k.c\`, 40 small functions) until the running HotModule serves the"
+  echo "new version (Rebuilder: inotify, the database's compile command, an in-process"
+  echo "link, reload with state), against one \`clang-22 -c\` of the same file with the"
+  echo "same command, alternating:"
+  echo
+  echo "$rebuild"
   echo
   echo "### Hot-module call overhead"
   echo
