@@ -1,7 +1,10 @@
 // Links the object named on the command line with an installed hotlink and
-// prints the number of bytes of the shared object.
+// prints the number of bytes of the shared object; then makes a Rebuilder
+// (hotlink::rebuild) that reports a missing compilation database.
 #include <linker/linker.h>
 #include <linker/service.h>
+#include <rebuild/rebuilder.h>
+#include <hotlink/state.h>
 
 #include <cstdio>
 
@@ -18,5 +21,13 @@ int main(int argc, char **argv) {
     return 1;
   }
   std::printf("linked %zu bytes exporting %s\n", r.artifact.size(), r.exports[0].c_str());
+  // hotlink::rebuild links too: a database that does not exist is its error.
+  hotlink::loader::HotModule module;
+  hotlink::rebuild::Options o;
+  o.compile_commands = "/nonexistent/compile_commands.json";
+  o.sources = {"k.c"};
+  hotlink::rebuild::Rebuilder rb(module, service, o);
+  if (!rb.last_error() || rb.last_error()->code != hotlink::ErrorCode::InputNotFound)
+    return 1;
   return 0;
 }
