@@ -40,13 +40,23 @@ std::string version_file_name(const std::string &name, std::uint64_t number, con
 
 HotModule::~HotModule() = default; // Versions unmap as they are destroyed
 
+namespace {
+// Out of line and cold, so the call path keeps its few instructions.
+[[gnu::noinline, gnu::cold]] void wait_for_gate() { std::this_thread::yield(); }
+} // namespace
+
+// current_ holds this while reload() or rollback() copies state: pin()
+// waits instead of entering either version. Compared (with an immediate),
+// never dereferenced; no Version lives at address 1.
+inline HotModule::Version *HotModule::gate() { return reinterpret_cast<Version *>(std::uintptr_t{1}); }
+
 HotModule::Pin HotModule::pin() const {
   for (;;) {
     Version *v = current_.load(std::memory_order_seq_cst);
     if (!v)
       return Pin();
     if (v == gate()) { // a reload is copying state: wait for it
-      std::this_thread::yield();
+      wait_for_gate();
       continue;
     }
     v->pins.fetch_add(1, std::memory_order_seq_cst);
@@ -207,14 +217,6 @@ std::optional<Error> HotModule::publish_with_state(Version *old, Version *fresh,
   publish(fresh, old);
   return std::nullopt;
 }
-
-namespace {
-// current_ holds this while reload() or rollback() copies state: pin()
-// waits instead of entering either version. Compared, never dereferenced.
-alignas(64) char g_gate_tag[64];
-} // namespace
-
-HotModule::Version *HotModule::gate() { return reinterpret_cast<Version *>(g_gate_tag); }
 
 bool HotModule::close_and_drain(Version *old) {
   current_.store(gate(), std::memory_order_seq_cst);
