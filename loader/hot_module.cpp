@@ -163,8 +163,8 @@ std::optional<Error> HotModule::reload(const std::vector<std::uint8_t> &bytes, c
   auto plan = plan_state_carry(old ? old->state : none, v->state, options_.state_mismatch, name);
   if (!plan)
     return plan.take_error();
-  v->info.state = plan->report;
   if (plan->empty()) { // nothing to carry: nothing waits
+    v->info.state = plan->report;
     if (auto err = run_on_load(*v, old))
       return err;
     Version *fresh = v.get();
@@ -206,8 +206,9 @@ std::optional<Error> HotModule::publish_with_state(Version *old, Version *fresh,
                       "reload between calls (a thread that holds a Pin, or calls reload() from inside a call, "
                       "keeps the old version busy), or raise ModuleOptions::state_drain_timeout");
   }
-  std::optional<Error> err = carry_state(plan, old->lib->ranges(), options_.state_mismatch, options_.migrate_state,
-                                         name, fresh->info.state);
+  std::optional<Error> err =
+      carry_state(plan, old->lib->ranges(), options_.state_mismatch, options_.migrate_state, name);
+  fresh->info.state = plan.report;
   if (!err)
     err = run_on_load(*fresh, old);
   if (err) {
@@ -266,15 +267,16 @@ void HotModule::carry_back(Version *bad, Version *prev) {
   if (!bad || (bad->state.empty() && prev->state.empty()))
     return;
   auto plan = plan_state_carry(bad->state, prev->state, StateMismatchPolicy::Reset, prev->info.source);
-  StateReport report;
-  if (plan && !plan->empty()) {
+  if (!plan) // Reset never refuses; a plan always comes back
+    return;
+  if (!plan->empty()) {
     if (close_and_drain(bad))
-      (void)carry_state(plan.value(), bad->lib->ranges(), StateMismatchPolicy::Reset, {}, prev->info.source, report);
+      (void)carry_state(plan.value(), bad->lib->ranges(), StateMismatchPolicy::Reset, {}, prev->info.source);
     else
-      report.warnings.push_back("calls stayed inside version " + std::to_string(bad->info.number) +
-                                "; its state was not carried back");
+      plan->report.warnings.push_back("calls stayed inside version " + std::to_string(bad->info.number) +
+                                      "; its state was not carried back");
   }
-  prev->info.state = report;
+  prev->info.state = plan->report;
 }
 
 void HotModule::retire_locked(Version *v) { v->retired = true; }

@@ -8,9 +8,9 @@
 //   (NotASharedObject, FormatMismatch, ArchMismatch, MissingExport,
 //   HashMismatch, UnresolvedSymbol) naming the artifact and the symbol.
 // - load_private() maps a private copy: a uniquely named real file (on
-//   Linux in a per-process directory, mode 0700: in the post-mortem store by default, else on tmpfs; named
-//   NAME.N.<hash>.so; on Windows a directory per copy, with the DLL's PDB
-//   beside it), so the same path can be loaded again and again, a writer can
+//   Linux in a per-process directory, mode 0700: in the post-mortem store
+//   by default, else on tmpfs; named NAME.N.<hash>.so; on Windows a
+//   directory per copy, with the DLL's PDB beside it), so the same path can be loaded again and again, a writer can
 //   replace the published file while an old version is mapped, the dynamic
 //   loader never hands back a stale image, and debuggers and profilers
 //   (gdb, perf, valgrind) open the mapped image by the name the loader

@@ -275,8 +275,7 @@ Expected<StateCarry> plan_state_carry(const std::vector<StateVariable> &old, con
 }
 
 std::optional<Error> carry_state(StateCarry &plan, const std::vector<ImageRange> &old_image,
-                                 StateMismatchPolicy policy, const StateMigration &migrate, const std::string &input,
-                                 StateReport &report) {
+                                 StateMismatchPolicy policy, const StateMigration &migrate, const std::string &input) {
   // Decide every variable before writing any.
   for (StateCarry::Pair &p : plan.pairs) {
     if (!p.mismatch.empty())
@@ -291,8 +290,7 @@ std::optional<Error> carry_state(StateCarry &plan, const std::vector<ImageRange>
                      "keep pointers to the host's memory (or indices) in state, not to the kernel's own code or "
                      "data; or set ModuleOptions::state_mismatch to Reset or Migrate");
   }
-  report.added = plan.report.added;
-  report.dropped = plan.report.dropped;
+  StateReport &report = plan.report;
   for (StateCarry::Pair &p : plan.pairs) {
     const std::string key = p.fresh->key();
     if (p.mismatch.empty()) {
@@ -311,7 +309,8 @@ std::optional<Error> carry_state(StateCarry &plan, const std::vector<ImageRange>
       report.migrated.push_back(key);
     } else {
       report.reset.push_back(key);
-      report.warnings.push_back("state variable '" + key + "' starts again at its initial value: " + p.mismatch);
+      report.warnings.push_back("state variable '" + key + "' was not carried (the version made current keeps its own value: " +
+                                "its initial value after a reload): " + p.mismatch);
     }
   }
   return std::nullopt;

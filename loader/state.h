@@ -70,7 +70,7 @@ struct StateCarry {
     std::string mismatch; // empty: same layout (or size)
   };
   std::vector<Pair> pairs;
-  StateReport report; // added and dropped so far
+  StateReport report; // added and dropped; carry_state adds the rest
   bool empty() const { return pairs.empty(); }
 };
 
@@ -79,10 +79,10 @@ struct StateCarry {
 Expected<StateCarry> plan_state_carry(const std::vector<StateVariable> &old, const std::vector<StateVariable> &fresh,
                                       StateMismatchPolicy policy, const std::string &input);
 
-// Copies what `plan` carries. `old_image`: the old version's mapped ranges.
-// Nothing is written when it returns an error.
+// Copies what `plan` carries into the new version and records it in
+// plan.report. `old_image`: the old version's mapped ranges. An error (a
+// refusal, or the migration hook's) leaves the old version untouched.
 std::optional<Error> carry_state(StateCarry &plan, const std::vector<ImageRange> &old_image,
-                                 StateMismatchPolicy policy, const StateMigration &migrate, const std::string &input,
-                                 StateReport &report);
+                                 StateMismatchPolicy policy, const StateMigration &migrate, const std::string &input);
 
 } // namespace hotlink::loader
