@@ -14,6 +14,7 @@ void initialize_llvm_targets() {
     llvm::InitializeAllTargetMCs();
     llvm::InitializeAllAsmParsers();
     llvm::InitializeAllAsmPrinters();
+    llvm::InitializeAllDisassemblers(); // forwarding decodes the code it patches
   });
 }
 

@@ -20,6 +20,7 @@ struct HotModule::Version {
   std::atomic<void *> slots[kMaxEntries] = {};
   std::atomic<std::int64_t> pins{0};
   bool retired = false;                    // under mu_
+  std::unique_ptr<ForwardImage> forward;   // with forward_old_versions
 };
 
 HotModule::HotModule(ModuleOptions options) : options_(std::move(options)) {}
@@ -38,7 +39,11 @@ std::string version_file_name(const std::string &name, std::uint64_t number, con
 
 } // namespace
 
-HotModule::~HotModule() = default; // Versions unmap as they are destroyed
+HotModule::~HotModule() {
+  // Oldest first: a forwarded version's finalizers may jump into newer ones.
+  for (auto &v : versions_)
+    v.reset();
+}
 
 namespace {
 // Out of line and cold, so the call path keeps its few instructions.
@@ -147,6 +152,14 @@ Expected<std::unique_ptr<HotModule::Version>> HotModule::map_version(const std::
   if (!state)
     return state.take_error();
   v->state = std::move(state.value());
+  // 5. Its functions, for forwarding.
+  if (options_.forward_old_versions && forwarding_off_.empty()) {
+    auto image = forward_image(bytes, name, *lib.value(), next_number_);
+    if (image)
+      v->forward = std::move(image.value());
+    else
+      forwarding_off(image.error().message);
+  }
   v->lib = std::move(lib.value());
   return v;
 }
@@ -236,6 +249,7 @@ bool HotModule::close_and_drain(Version *old) {
 }
 
 void HotModule::publish(Version *fresh, Version *old) {
+  forward_to(fresh);
   ++next_number_;
   current_.store(fresh, std::memory_order_seq_cst);
   generation_.fetch_add(1);
@@ -252,6 +266,7 @@ std::optional<Error> HotModule::rollback() {
                       "rollback() is possible once after each successful reload");
   Version *bad = current_.load();
   carry_back(bad, previous_);
+  forward_to(previous_);
   current_.store(previous_, std::memory_order_seq_cst);
   generation_.fetch_add(1);
   previous_ = nullptr;
@@ -289,7 +304,7 @@ std::size_t HotModule::collect() {
 std::size_t HotModule::collect_locked() {
   std::size_t n = 0;
   for (auto &v : versions_) {
-    if (!v->retired || !v->lib || v->pins.load(std::memory_order_seq_cst) != 0)
+    if (!v->retired || !v->lib || v->forward || v->pins.load(std::memory_order_seq_cst) != 0)
       continue;
     if (options_.on_unload)
       options_.on_unload(v->info.number);
@@ -297,6 +312,58 @@ std::size_t HotModule::collect_locked() {
     ++n;
   }
   return n;
+}
+
+// --- Forwarding ----------------------------------------------------------------------
+
+void HotModule::forwarding_off(const std::string &why) {
+  if (forwarding_off_.empty())
+    std::fprintf(stderr, "hotlink: forward_old_versions is off for this module: %s\n", why.c_str());
+  forwarding_off_ = why;
+}
+
+std::vector<ForwardImage *> HotModule::forwarded_except(const Version *v) const {
+  std::vector<ForwardImage *> out;
+  for (const auto &o : versions_)
+    if (o.get() != v && o->lib && o->forward)
+      out.push_back(o->forward.get());
+  return out;
+}
+
+// Points every older mapped version at `target` (before it is published:
+// its state was carried already).
+void HotModule::forward_to(Version *target) {
+  if (!options_.forward_old_versions)
+    return;
+  if (!target->forward) {
+    target->info.forwarding.unavailable = forwarding_off_;
+    return;
+  }
+  target->info.forwarding = loader::forward_to(*target->forward, forwarded_except(target));
+  if (!target->info.forwarding.unavailable.empty())
+    forwarding_off(target->info.forwarding.unavailable);
+}
+
+std::size_t HotModule::quiesce() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<Version *> replaced; // the rollback target counts, and stays
+  for (auto &v : versions_)
+    if ((v->retired || v.get() == previous_) && v->lib && v->forward)
+      replaced.push_back(v.get());
+  std::sort(replaced.begin(), replaced.end(),
+            [](const Version *a, const Version *b) { return a->info.number > b->info.number; });
+  std::size_t n = 0;
+  for (std::size_t i = options_.forward_keep_versions; i < replaced.size(); ++i) {
+    Version *v = replaced[i];
+    if (v == previous_ || v->pins.load(std::memory_order_seq_cst) != 0 || !unforward_from(*v->forward, forwarded_except(v)))
+      continue; // still entered, or a jump into it could not be undone: it stays
+    if (options_.on_unload)
+      options_.on_unload(v->info.number);
+    v->lib.reset();
+    v->forward.reset();
+    ++n;
+  }
+  return n + collect_locked();
 }
 
 std::optional<VersionInfo> HotModule::current() const {

@@ -25,7 +25,9 @@
 // - A replaced version stays mapped as the rollback target; the one before
 //   it is retired. A retired version is unmapped by the next reload(),
 //   rollback() or collect() after its pin count is zero: never while a call
-//   is inside it.
+//   is inside it. With forward_old_versions, replaced versions stay mapped
+//   until quiesce() (each costs its image's mappings, an open file and its
+//   file in the image store).
 // - reload(), rollback() and collect() are serialized; calls may come from
 //   any thread at any time. Destroy the module only after calls stopped.
 // - Memory: each version keeps a ~300-byte record until the module is
@@ -34,6 +36,7 @@
 #pragma once
 
 #include "exports/error.h"
+#include "loader/forward.h"
 #include "loader/loader.h"
 #include "loader/state.h"
 
@@ -70,6 +73,17 @@ struct ModuleOptions {
   // How long reload() waits for calls inside the old version to return
   // before it copies the state (new calls wait meanwhile).
   std::chrono::milliseconds state_drain_timeout{1000};
+  // Forwarding (loader/forward.h). When a version is made current (reload
+  // or rollback), every function of the versions before it that has a
+  // counterpart in it starts with a jump there, so a function pointer, a
+  // callback or a C++ object's vtable the host kept from an older version
+  // runs the current code. Off by default. Linux x86_64; elsewhere (or when
+  // this process cannot stop its threads) reload() says so once on stderr
+  // and in VersionInfo::forwarding, and behaves as without it.
+  bool forward_old_versions = false;
+  // With forwarding, replaced versions stay mapped (a kept pointer may
+  // still enter them): quiesce() unmaps all but this many of the newest.
+  std::size_t forward_keep_versions = 4;
   // Just before a retired version is unmapped (for cleanup or tests).
   std::function<void(std::uint64_t version)> on_unload;
   // How versions are mapped: each is a file named NAME.vN.<hash>.EXT (the
@@ -87,6 +101,7 @@ struct VersionInfo {
                             // (VerifyOptions::sha256)
   std::string source;       // the path or name it was loaded from
   StateReport state;        // what its reload (or the rollback to it) did with state
+  ForwardReport forwarding; // with forward_old_versions: what was pointed at it
 };
 
 class HotModule {
@@ -117,8 +132,14 @@ public:
                               const VerifyOptions &extra = {});
   // Makes the previous version current again and retires the current one.
   std::optional<Error> rollback();
-  // Unmaps retired versions that no call is inside; returns how many.
+  // Unmaps retired versions that no call is inside; returns how many. With
+  // forwarding, replaced versions are not unmapped here: see quiesce().
   std::size_t collect();
+  // With forwarding: the host holds no pointer into replaced versions
+  // beyond the newest forward_keep_versions (call it, say, between frames,
+  // after re-taking the pointers it keeps). Unmaps those no call is inside,
+  // and what collect() would; returns how many.
+  std::size_t quiesce();
 
   std::optional<VersionInfo> current() const;
   std::uint64_t generation() const { return generation_.load(); } // publishes so far
@@ -217,6 +238,9 @@ private:
   static Version *gate();
   void retire_locked(Version *v);
   std::size_t collect_locked();
+  void forward_to(Version *target);
+  void forwarding_off(const std::string &why);
+  std::vector<ForwardImage *> forwarded_except(const Version *v) const;
 
   ModuleOptions options_;
   mutable std::mutex mu_; // reload, rollback, collect, registration
@@ -226,6 +250,7 @@ private:
   std::vector<std::string> entries_;
   std::atomic<std::uint64_t> generation_{0};
   std::uint64_t next_number_ = 1;
+  std::string forwarding_off_; // why forwarding does not run here (said once)
 };
 
 // Reloads a module when its artifact file is replaced. Linux: inotify on

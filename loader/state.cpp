@@ -1,6 +1,7 @@
 #include "loader/state.h"
 
 #include "hotlink/state.h"
+#include "loader/pairing.h"
 
 #include "llvm/DebugInfo/DWARF/DWARFCompileUnit.h"
 #include "llvm/DebugInfo/DWARF/DWARFContext.h"
@@ -208,41 +209,6 @@ long long pointer_into(const StateVariable &v, const std::vector<ImageRange> &im
         return static_cast<long long>(a - start);
   }
   return -1;
-}
-
-// Pairs by key (name and unit); then a variable left on both sides whose
-// name is unique among those left on each side, so a unit compiled from a
-// file of another name (a JIT's temporary source) keeps its state. Returns
-// {old, fresh} with nullptr for a side that has none, fresh's order first.
-using Pairing = std::vector<std::pair<const StateVariable *, const StateVariable *>>;
-Pairing pair_up(const std::vector<StateVariable> &old, const std::vector<StateVariable> &fresh) {
-  std::map<std::string, const StateVariable *> by_key;
-  for (const StateVariable &v : old)
-    by_key[v.key()] = &v;
-  Pairing out;
-  for (const StateVariable &f : fresh) {
-    auto it = by_key.find(f.key());
-    out.push_back({it == by_key.end() ? nullptr : it->second, &f});
-    if (it != by_key.end())
-      by_key.erase(it);
-  }
-  std::map<std::string, int> old_names, fresh_names;
-  for (const auto &[key, v] : by_key)
-    ++old_names[v->name];
-  for (const auto &[o, f] : out)
-    if (!o)
-      ++fresh_names[f->name];
-  for (auto &[o, f] : out)
-    if (!o && fresh_names[f->name] == 1 && old_names[f->name] == 1)
-      for (auto it = by_key.begin(); it != by_key.end(); ++it)
-        if (it->second->name == f->name) {
-          o = it->second;
-          by_key.erase(it);
-          break;
-        }
-  for (const auto &[key, v] : by_key)
-    out.push_back({v, nullptr});
-  return out;
 }
 
 Error refusal(const std::string &what, const std::string &input, const StateVariable &v, const std::string &hint) {

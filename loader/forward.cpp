@@ -1,0 +1,392 @@
+#include "loader/forward.h"
+
+#include "exports/targets.h"
+#include "loader/code_write.h"
+#include "loader/pairing.h"
+
+#include "llvm/MC/MCAsmInfo.h"
+#include "llvm/MC/MCContext.h"
+#include "llvm/MC/MCDisassembler/MCDisassembler.h"
+#include "llvm/MC/MCInst.h"
+#include "llvm/MC/MCInstrAnalysis.h"
+#include "llvm/MC/MCInstrInfo.h"
+#include "llvm/MC/MCRegisterInfo.h"
+#include "llvm/MC/MCSubtargetInfo.h"
+#include "llvm/MC/MCTargetOptions.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Object/ELFObjectFile.h"
+#include "llvm/TargetParser/Triple.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <mutex>
+#if !defined(_WIN32)
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#endif
+
+namespace hotlink::loader {
+
+ForwardImage::~ForwardImage() {
+#if !defined(_WIN32)
+  if (fd >= 0)
+    ::close(fd);
+#endif
+}
+
+namespace {
+
+constexpr std::uint32_t kNearJump = 5;  // jmp rel32
+constexpr std::uint32_t kFarJump = 14;  // jmp [rip+0]; .quad target
+constexpr std::size_t kMaxListed = 32;
+
+// --- Decoding: how many first bytes of a function may be replaced --------------
+
+class Decoder {
+public:
+  Decoder() {
+    exports::initialize_llvm_targets();
+    llvm::Triple triple("x86_64-unknown-linux-gnu");
+    std::string error;
+    const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
+    if (!target)
+      return;
+    mri_.reset(target->createMCRegInfo(triple));
+    llvm::MCTargetOptions options;
+    mai_.reset(target->createMCAsmInfo(*mri_, triple, options));
+    sti_.reset(target->createMCSubtargetInfo(triple, "", ""));
+    mii_.reset(target->createMCInstrInfo());
+    if (!mri_ || !mai_ || !sti_ || !mii_)
+      return;
+    ctx_ = std::make_unique<llvm::MCContext>(triple, mai_.get(), mri_.get(), sti_.get());
+    dis_.reset(target->createMCDisassembler(*sti_, *ctx_));
+    mia_.reset(target->createMCInstrAnalysis(mii_.get()));
+  }
+  bool ready() const { return dis_ && mia_; }
+
+  // The first offset in (0, size) that a branch of the function lands on,
+  // or a call returns to; `size` when there is none. `why` says which.
+  std::uint64_t first_hazard(const std::uint8_t *code, std::uint64_t size, std::string &why) const {
+    std::lock_guard<std::mutex> lock(mu_); // one decoder for every module
+    std::uint64_t hazard = size;
+    for (std::uint64_t at = 0; at < size;) {
+      llvm::MCInst inst;
+      std::uint64_t length = 0;
+      auto status = dis_->getInstruction(inst, length, llvm::ArrayRef<std::uint8_t>(code + at, size - at), at,
+                                         llvm::nulls());
+      if (status != llvm::MCDisassembler::Success || length == 0) {
+        note(hazard, at, why, "its code cannot be decoded from byte " + std::to_string(at));
+        break;
+      }
+      std::uint64_t to = 0;
+      if (mia_->isCall(inst) && at + length < size)
+        note(hazard, at + length, why, "a call returns to its byte " + std::to_string(at + length));
+      else if (mia_->isBranch(inst) && mia_->evaluateBranch(inst, at, length, to) && to > 0 && to < size)
+        note(hazard, to, why, "a branch of its own lands on its byte " + std::to_string(to));
+      at += length;
+    }
+    return hazard;
+  }
+
+private:
+  static void note(std::uint64_t &hazard, std::uint64_t at, std::string &why, const std::string &what) {
+    if (at < hazard) {
+      hazard = at;
+      why = what;
+    }
+  }
+  std::unique_ptr<llvm::MCRegisterInfo> mri_;
+  std::unique_ptr<llvm::MCAsmInfo> mai_;
+  std::unique_ptr<llvm::MCSubtargetInfo> sti_;
+  std::unique_ptr<llvm::MCInstrInfo> mii_;
+  std::unique_ptr<llvm::MCContext> ctx_;
+  std::unique_ptr<llvm::MCDisassembler> dis_;
+  std::unique_ptr<llvm::MCInstrAnalysis> mia_;
+  mutable std::mutex mu_;
+};
+
+const Decoder &decoder() {
+  static const Decoder d;
+  return d;
+}
+
+// --- Reading the functions -----------------------------------------------------
+
+bool is_code_section(const llvm::object::SectionRef &s) {
+  auto name = s.getName();
+  return name && (*name == ".text" || name->starts_with(".text."));
+}
+
+// The file offset of link-time address `vaddr`, from the loaded segments.
+std::optional<std::uint64_t> file_offset(const llvm::object::ELF64LEFile &elf, std::uint64_t vaddr) {
+  auto headers = elf.program_headers();
+  if (!headers) {
+    llvm::consumeError(headers.takeError());
+    return std::nullopt;
+  }
+  for (const auto &ph : *headers)
+    if (ph.p_type == llvm::ELF::PT_LOAD && vaddr >= ph.p_vaddr && vaddr < ph.p_vaddr + ph.p_filesz)
+      return vaddr - ph.p_vaddr + ph.p_offset;
+  return std::nullopt;
+}
+
+// Every function defined in a code section, one per address (a global name
+// over a local alias), at its mapped address.
+std::vector<ForwardFunction> read_functions(const llvm::object::ELF64LEObjectFile &obj, std::uintptr_t base) {
+  std::vector<ForwardFunction> out;
+  std::map<std::uint64_t, std::size_t> at_address;
+  std::string unit;
+  for (const llvm::object::ELFSymbolRef &sym : obj.symbols()) {
+    auto name = sym.getName();
+    if (sym.getELFType() == llvm::ELF::STT_FILE) {
+      unit = name ? name->str() : std::string();
+      continue;
+    }
+    auto sec = sym.getSection();
+    auto addr = sym.getAddress();
+    bool local = sym.getBinding() == llvm::ELF::STB_LOCAL;
+    if (sym.getELFType() != llvm::ELF::STT_FUNC || !name || name->empty() || !addr || !sec ||
+        *sec == obj.section_end() || !is_code_section(**sec) || sym.getSize() == 0 ||
+        (local && unit == "crtstuff.c"))
+      continue;
+    auto offset = file_offset(obj.getELFFile(), *addr);
+    if (!offset)
+      continue;
+    ForwardFunction f;
+    f.name = name->str();
+    f.unit = local ? unit : std::string();
+    f.address = base + *addr;
+    f.size = sym.getSize();
+    f.file_offset = *offset;
+    auto [it, fresh] = at_address.emplace(*addr, out.size());
+    if (fresh)
+      out.push_back(std::move(f));
+    else if (!local && !out[it->second].unit.empty())
+      out[it->second] = std::move(f); // the global name of an alias
+  }
+  return out;
+}
+
+void decide_patchable(ForwardFunction &f) {
+  const auto *code = reinterpret_cast<const std::uint8_t *>(f.address);
+  std::memcpy(f.original, code, std::min<std::uint64_t>(f.size, sizeof f.original));
+  f.patchable = static_cast<std::uint32_t>(
+      std::min<std::uint64_t>(decoder().first_hazard(code, f.size, f.why_not), sizeof f.original));
+  if (f.patchable == f.size && f.why_not.empty())
+    f.why_not = "it is " + std::to_string(f.size) + " bytes long";
+}
+
+// The version's file, opened for writing (its mode is read-only).
+Expected<int> open_for_writing(const std::string &path, const std::string &name) {
+#if defined(_WIN32)
+  return make_error(ErrorCode::LoadFailed, "forwarding runs on Linux hosts only", name, path);
+#else
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0 || ::chmod(path.c_str(), st.st_mode | S_IWUSR) != 0)
+    return make_error(ErrorCode::LoadFailed, "cannot make its image writable for forwarding: " + path + ": " +
+                                                 std::strerror(errno), name);
+  int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  int e = errno;
+  ::chmod(path.c_str(), st.st_mode);
+  if (fd < 0)
+    return make_error(ErrorCode::LoadFailed, "cannot open its image for forwarding: " + path + ": " + std::strerror(e),
+                      name);
+  return fd;
+#endif
+}
+
+// --- Planning the writes ---------------------------------------------------------
+
+// The bytes that make `f` reach `to` (a far jump when it is beyond 2 GiB).
+std::uint32_t encode_jump(const ForwardFunction &f, std::uintptr_t to, std::uint8_t *out) {
+  auto rel = static_cast<long long>(to) - static_cast<long long>(f.address + kNearJump);
+  if (rel >= INT32_MIN && rel <= INT32_MAX) {
+    auto r = static_cast<std::int32_t>(rel);
+    out[0] = 0xE9;
+    std::memcpy(out + 1, &r, 4);
+    return kNearJump;
+  }
+  const std::uint8_t far[6] = {0xFF, 0x25, 0, 0, 0, 0};
+  std::memcpy(out, far, 6);
+  std::uint64_t abs = to;
+  std::memcpy(out + 6, &abs, 8);
+  return kFarJump;
+}
+
+// The bytes a patch of `f` covers now (0: none).
+std::uint32_t patched_length(const ForwardFunction &f) {
+  if (!f.target)
+    return 0;
+  std::uint8_t scratch[16];
+  return encode_jump(f, f.target, scratch);
+}
+
+struct Planned {
+  ForwardFunction *function;
+  std::uintptr_t to; // 0: its own code back
+};
+
+CodeWrite make_write(const ForwardImage &image, const ForwardFunction &f, std::uintptr_t to) {
+  CodeWrite w;
+  w.fd = image.fd;
+  w.offset = f.file_offset;
+  w.address = f.address;
+  std::uint32_t now = patched_length(f);
+  std::uint32_t jump = 0;
+  std::memcpy(w.bytes, f.original, sizeof w.bytes);
+  if (to)
+    jump = encode_jump(f, to, w.bytes);
+  w.length = static_cast<std::uint8_t>(std::max(now, jump));
+  std::memcpy(w.previous, reinterpret_cast<const void *>(f.address), w.length);
+  return w;
+}
+
+std::string why_kept(CodeWrite::Status status, int error) {
+  switch (status) {
+  case CodeWrite::Status::Busy:
+    return "a thread stayed inside its first bytes";
+  case CodeWrite::Status::NotVisible:
+    return "its code page is a private copy (a debugger's breakpoint?)";
+  case CodeWrite::Status::Failed:
+    return std::string("writing its image failed: ") + std::strerror(error);
+  default:
+    return "it was not written";
+  }
+}
+
+// Writes the plan; records where each function jumps now. Returns what
+// stopped the threads from being stopped, or "".
+std::string apply(std::vector<Planned> &plan, const std::vector<const ForwardImage *> &owners,
+                  std::vector<std::string> &failures) {
+  if (plan.empty())
+    return {};
+  std::vector<CodeWrite> writes;
+  for (std::size_t i = 0; i < plan.size(); ++i)
+    writes.push_back(make_write(*owners[i], *plan[i].function, plan[i].to));
+  std::string why = write_code_parked(writes);
+  for (std::size_t i = 0; i < plan.size(); ++i) {
+    if (writes[i].status == CodeWrite::Status::Done)
+      plan[i].function->target = plan[i].to;
+    else if (why.empty())
+      failures.push_back(plan[i].function->name + ": " + why_kept(writes[i].status, writes[i].error));
+  }
+  return why;
+}
+
+bool within(const std::vector<ImageRange> &ranges, std::uintptr_t a) {
+  return std::any_of(ranges.begin(), ranges.end(), [a](const ImageRange &r) { return a >= r.start && a < r.end; });
+}
+
+void list(ForwardReport &report, const std::string &what) {
+  ++report.kept;
+  if (report.kept_reasons.size() < kMaxListed)
+    report.kept_reasons.push_back(what);
+}
+
+// What forward_to writes into `other`: a jump to each counterpart that fits.
+void plan_image(ForwardImage &other, ForwardImage &target, bool listed, ForwardReport &report,
+                std::vector<Planned> &plan, std::vector<const ForwardImage *> &owners) {
+  for (auto [o, t] : pair_up(other.functions, target.functions)) {
+    if (!o)
+      continue;
+    auto *f = const_cast<ForwardFunction *>(o);
+    if (!t) {
+      if (listed)
+        list(report, f->name + ": version " + std::to_string(target.number) + " has no function of that name");
+      continue;
+    }
+    if (f->target == t->address)
+      continue;
+    std::uint8_t scratch[16];
+    std::uint32_t need = encode_jump(*f, t->address, scratch);
+    if (need > f->patchable) {
+      if (listed)
+        list(report, f->name + ": a jump needs " + std::to_string(need) + " bytes, and " + f->why_not);
+      continue;
+    }
+    plan.push_back({f, t->address});
+    owners.push_back(&other);
+  }
+}
+
+} // namespace
+
+Expected<std::unique_ptr<ForwardImage>> forward_image(const std::vector<std::uint8_t> &bytes, const std::string &name,
+                                                      const Library &lib, std::uint64_t number) {
+  if (std::string why = forwarding_unavailable(); !why.empty())
+    return make_error(ErrorCode::LoadFailed, why, name);
+  llvm::MemoryBufferRef ref(llvm::StringRef(reinterpret_cast<const char *>(bytes.data()), bytes.size()), name);
+  auto bin = llvm::object::ObjectFile::createObjectFile(ref);
+  if (!bin)
+    return make_error(ErrorCode::InvalidInput, "cannot read its symbol table: " + llvm::toString(bin.takeError()), name);
+  auto *elf = llvm::dyn_cast<llvm::object::ELF64LEObjectFile>(bin->get());
+  if (!elf || elf->getArch() != llvm::Triple::x86_64)
+    return make_error(ErrorCode::LoadFailed, "forwarding patches x86_64 ELF images only", name);
+  auto fd = open_for_writing(lib.path(), name);
+  if (!fd)
+    return fd.take_error();
+  auto image = std::make_unique<ForwardImage>();
+  image->number = number;
+  image->path = lib.path();
+  image->fd = fd.value();
+  image->ranges = lib.ranges();
+  image->functions = read_functions(*elf, lib.base());
+  for (ForwardFunction &f : image->functions)
+    decide_patchable(f);
+  return image;
+}
+
+ForwardReport forward_to(ForwardImage &target, const std::vector<ForwardImage *> &others) {
+  ForwardReport report;
+  std::vector<Planned> plan;
+  std::vector<const ForwardImage *> owners;
+  for (ForwardFunction &f : target.functions)
+    if (f.target) { // it was forwarded before a rollback: its own code again
+      plan.push_back({&f, 0});
+      owners.push_back(&target);
+    }
+  // Reasons are listed for the newest other version: the one replaced.
+  const ForwardImage *replaced = nullptr;
+  for (ForwardImage *o : others)
+    if (!replaced || o->number > replaced->number)
+      replaced = o;
+  for (ForwardImage *o : others)
+    plan_image(*o, target, o == replaced, report, plan, owners);
+  std::vector<std::string> failures;
+  report.unavailable = apply(plan, owners, failures);
+  for (const std::string &f : failures)
+    list(report, f);
+  for (ForwardImage *o : others)
+    for (const ForwardFunction &f : o->functions)
+      report.forwarded += f.target && within(target.ranges, f.target);
+  return report;
+}
+
+bool unforward_from(const ForwardImage &gone, const std::vector<ForwardImage *> &others) {
+  std::vector<Planned> plan;
+  std::vector<const ForwardImage *> owners;
+  for (ForwardImage *o : others)
+    for (ForwardFunction &f : o->functions)
+      if (f.target && within(gone.ranges, f.target)) {
+        plan.push_back({&f, 0});
+        owners.push_back(o);
+      }
+  std::vector<std::string> failures;
+  std::string why = apply(plan, owners, failures);
+  return why.empty() && failures.empty();
+}
+
+std::string forwarding_unavailable() {
+#if defined(__linux__) && defined(__x86_64__)
+  if (!decoder().ready())
+    return "LLVM's x86_64 disassembler is not available";
+  return parking_unavailable();
+#else
+  return "forwarding runs on Linux x86_64 hosts only";
+#endif
+}
+
+} // namespace hotlink::loader
