@@ -30,9 +30,10 @@
 //   file in the image store).
 // - reload(), rollback() and collect() are serialized; calls may come from
 //   any thread at any time. Destroy the module only after calls stopped.
-// - Memory: each version keeps a ~300-byte record until the module is
-//   destroyed (its image is unmapped as above): a late reader may still
-//   touch the record of a version it saw a moment before the swap.
+// - Memory: each version keeps a 600-byte record (plus its names and
+//   reports) until the module is destroyed (its image is unmapped as
+//   above): a late reader may still touch the record of a version it saw a
+//   moment before the swap.
 #pragma once
 
 #include "exports/error.h"
