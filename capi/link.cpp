@@ -19,7 +19,7 @@ hotlink_service *hotlink_service_create(const hotlink_service_options *options) 
       if (options->cache)
         config.cache = options->cache->cache;
       config.warm_up = options->warm_up != 0;
-      config.lld_on_calling_thread = options->lld_on_calling_thread != 0;
+      config.lld_on_own_thread = options->lld_on_own_thread != 0;
     }
     auto *s = new hotlink_service;
     s->service = std::make_unique<LinkService>(std::move(config));

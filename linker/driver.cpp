@@ -9,6 +9,7 @@
 
 #include "base/clock.h"
 #include "base/files.h"
+#include "linker/lld_arenas.h"
 #include "linker/llvm_options.h"
 
 #include "lld/Common/Driver.h"
@@ -51,34 +52,20 @@ namespace {
 std::mutex g_lld_mutex;            // lld's process-wide context
 std::atomic<bool> g_usable{true};  // false once lld said it cannot run again
 
-// The thread lld runs on. lld's makeThreadLocal allocators are thread_local
-// and survive CommonLinkerContext::destroy(): every link leaves its
-// thread-local objects behind until the thread ends (measured: ~1.7 KiB for
-// a small kernel linked bare, ~7.3 KiB with its runtime environment's
-// startup objects and stubs, ~3.6 MB for the 20 MB benchmark object, about a fifth of
-// the input; lld's per-symbol and per-section objects bound it at a few
-// times the input's size). A thread per link frees them but pays for new
-// allocator arenas and page faults each time (measured: lld's 0.42 ms
-// became 1.09 ms). So lld gets a thread of its own that retires after
-// kRecycleAfter links or after links of kRecycleBytes of input in all,
-// whichever comes first: the thread ends right after that link, freeing what
-// it kept while the caller goes on, and the next link starts a new one.
+// hotlink's own thread for lld, used when lld cannot run on the calling
+// thread: an image that might not fit in the output pipe (someone must
+// drain it while lld writes), a scratch-directory link (its FIFO), a
+// caller with little stack left, or ServiceConfig::lld_on_own_thread.
+// lld's thread-local arenas are released after each link
+// (lld_arenas.h), so the thread lives as long as the process.
 // Used only with g_lld_mutex held.
 class LldThread {
 public:
-  static constexpr unsigned kRecycleAfter = 128;
-  static constexpr std::uint64_t kRecycleBytes = 16u << 20;
-
-  // Starts `task`, a link of `input_bytes`, on the lld thread; returns at once.
-  void start(std::function<void()> task, std::uint64_t input_bytes) {
-    if (!thread_.joinable() || retiring_)
-      replace();
-    ++runs_;
-    bytes_ += input_bytes;
-    bool last = runs_ >= kRecycleAfter || bytes_ >= kRecycleBytes;
+  // Starts `task` on the lld thread; returns at once.
+  void start(std::function<void()> task) {
+    if (!thread_.joinable())
+      thread_ = std::thread([this] { loop(); });
     task_ = std::move(task);
-    retire_ = last;
-    retiring_ = last;
     state_.store(kReady, std::memory_order_release);
     wake();
   }
@@ -98,12 +85,9 @@ public:
   void forget_after_fork() {
     new (&mu_) std::mutex();
     new (&cv_) std::condition_variable();
-    thread_.detach(); // the handle names a thread of the parent
-    runs_ = 0;
-    bytes_ = 0;
+    if (thread_.joinable())
+      thread_.detach(); // the handle names a thread of the parent
     task_ = nullptr;
-    stop_.store(false);
-    retire_ = retiring_ = false;
     state_.store(kIdle);
   }
 
@@ -130,7 +114,7 @@ private:
   bool spin_until(int want, std::chrono::microseconds limit) {
     auto until = std::chrono::steady_clock::now() + limit;
     for (unsigned i = 0;; ++i) {
-      if (state_.load(std::memory_order_acquire) == want || stop_.load(std::memory_order_relaxed))
+      if (state_.load(std::memory_order_acquire) == want)
         return true;
 #if defined(__x86_64__) || defined(__i386__)
       __builtin_ia32_pause();
@@ -145,48 +129,24 @@ private:
     { std::lock_guard<std::mutex> lock(mu_); }
     cv_.notify_all();
   }
-  void replace() {
-    if (thread_.joinable()) {
-      if (!retiring_)
-        stop_.store(true);
-      wake();
-      thread_.join(); // its thread_local allocators are freed by now
-      stop_.store(false);
-      retire_ = retiring_ = false;
-    }
-    runs_ = 0;
-    bytes_ = 0;
-    state_.store(kIdle);
-    thread_ = std::thread([this] { loop(); });
-  }
   void loop() {
     for (;;) {
       if (!spin_until(kReady, spin_idle())) {
         std::unique_lock<std::mutex> lock(mu_);
-        cv_.wait(lock, [&] { return stop_.load() || state_.load(std::memory_order_acquire) == kReady; });
+        cv_.wait(lock, [&] { return state_.load(std::memory_order_acquire) == kReady; });
       }
-      if (stop_.load())
-        return;
       auto task = std::move(task_);
       task_ = nullptr;
-      bool last = retire_;
       task();
       state_.store(kDone, std::memory_order_release);
       wake();
-      if (last)
-        return; // ending the thread frees what lld kept in its thread-locals
     }
   }
 
   std::mutex mu_;
   std::condition_variable cv_;
   std::atomic<int> state_{kIdle};
-  std::atomic<bool> stop_{false};
   std::function<void()> task_; // handed over by state_'s release/acquire
-  bool retire_ = false;   // read by the thread with the task: it ends after it
-  bool retiring_ = false; // the caller's copy: the next start() replaces it
-  unsigned runs_ = 0;
-  std::uint64_t bytes_ = 0;
   std::thread thread_;
 };
 
@@ -226,9 +186,16 @@ const int kLLVMSignals[] = {SIGHUP, SIGINT,  SIGTERM, SIGUSR2, SIGILL, SIGTRAP,
 const int kSentinels[] = {SIGHUP, SIGINT, SIGTERM};
 
 bool same_action(const struct sigaction &a, const struct sigaction &b) {
-  // The kernel fills every bit of the mask it returns, so the bytes compare.
-  return a.sa_handler == b.sa_handler && a.sa_flags == b.sa_flags &&
-         std::memcmp(&a.sa_mask, &b.sa_mask, sizeof a.sa_mask) == 0;
+  if (a.sa_handler != b.sa_handler || a.sa_flags != b.sa_flags)
+    return false;
+  // Signal by signal: the kernel returns 8 bytes of mask and glibc copies
+  // its whole 128-byte sigset_t from a buffer the kernel filled that far,
+  // so the bytes beyond differ from call to call (which made every link
+  // compare and restore all 16 signals: 54 system calls).
+  for (int sig = 1; sig < NSIG; ++sig)
+    if (sigismember(&a.sa_mask, sig) != sigismember(&b.sa_mask, sig))
+      return false;
+  return true;
 }
 
 // Used only with g_lld_mutex held.
@@ -546,6 +513,30 @@ void wait_draining(LldThread &runner, const Materialized &files, std::vector<std
   runner.finish();
 }
 
+// The stack lld may need on the calling thread (a linker's recursion is
+// shallow; LLVM's own threads get 8 MiB, hotlink's lld thread has the
+// default 8 MiB).
+constexpr std::size_t kLldStack = 1u << 20;
+
+// Bytes of stack left below this frame on the calling thread; "plenty"
+// when it cannot tell. glibc knows every thread's stack (the main thread's
+// by reading /proc/self/maps): asked once per thread.
+std::size_t stack_left() {
+  thread_local std::uintptr_t low = [] {
+    pthread_attr_t attr;
+    if (pthread_getattr_np(pthread_self(), &attr) != 0)
+      return std::uintptr_t(0);
+    void *base = nullptr;
+    std::size_t size = 0;
+    int rc = pthread_attr_getstack(&attr, &base, &size);
+    pthread_attr_destroy(&attr);
+    return rc == 0 ? reinterpret_cast<std::uintptr_t>(base) : std::uintptr_t(0);
+  }();
+  char here;
+  auto sp = reinterpret_cast<std::uintptr_t>(&here);
+  return low == 0 || sp < low ? SIZE_MAX : sp - low;
+}
+
 lld::Result call_lld(const std::vector<const char *> &argv, llvm::raw_ostream &out,
                      llvm::raw_ostream &err) {
   return lld::lldMain(argv, out, err,
@@ -560,7 +551,7 @@ lld::Result call_lld(const std::vector<const char *> &argv, llvm::raw_ostream &o
 // crash recovery on (lld's fatal() would otherwise exit the host), signal
 // dispositions checked, the host's LLVM options out of lld's reach.
 void run_lld(const Materialized &files, const std::vector<const char *> &argv, const Job &job,
-             bool on_calling_thread, JobOutput &out) {
+             bool on_own_thread, JobOutput &out) {
   llvm::raw_string_ostream out_os(out.out_text), err_os(out.err_text);
   std::lock_guard<std::mutex> lock(g_lld_mutex);
   if (!g_usable.load()) {
@@ -582,6 +573,12 @@ void run_lld(const Materialized &files, const std::vector<const char *> &argv, c
     exports::RecoveryScope recovery;
     SavedLLVMOptions options;
     options.save();
+    // lld on whichever thread runs it, then that thread's arenas released.
+    auto link = [&] {
+      r = call_lld(argv, out_os, err_os);
+      if (r.canRunAgain)
+        release_lld_thread_arenas();
+    };
     LldThread &runner = lld_thread();
     if (files.reads_through_fifo()) {
       const std::string &fifo = files.output_path();
@@ -590,30 +587,31 @@ void run_lld(const Materialized &files, const std::vector<const char *> &argv, c
         // return at once and makes EOF mean "lld is done", whether or not
         // lld wrote anything.
         int hold = ::open(fifo.c_str(), O_WRONLY | O_CLOEXEC);
-        r = call_lld(argv, out_os, err_os);
+        link();
         if (hold < 0) // should not happen; still release a waiting reader
           hold = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
         if (hold >= 0)
           ::close(hold);
-      }, job.input_bytes);
+      });
       out.artifact = read_fifo(fifo, job.input_bytes);
       runner.wait();
     } else {
       auto task = [&] {
         auto l0 = std::chrono::steady_clock::now();
-        r = call_lld(argv, out_os, err_os);
+        link();
         out.lld_ms = base::ms_since(l0);
       };
       out.artifact.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(job.input_bytes, 1ull << 32)) + (64u << 10));
       // On the calling thread nobody drains the pipe while lld writes: only
       // for an image that surely fits in it.
-      if (on_calling_thread && job.input_bytes * 2 + (256u << 10) < files.pipe_capacity()) {
+      bool fits = job.input_bytes * 2 + (256u << 10) < files.pipe_capacity();
+      if (!on_own_thread && fits && stack_left() >= kLldStack) {
         task();
       } else {
         runner.start([&] {
           task();
           files.signal_done();
-        }, job.input_bytes);
+        });
         wait_draining(runner, files, out.artifact);
       }
       files.drain(out.artifact);
@@ -636,7 +634,7 @@ void run_lld(const Materialized &files, const std::vector<const char *> &argv, c
 
 } // namespace
 
-JobOutput run_in_process(const Job &job, bool on_calling_thread) {
+JobOutput run_in_process(const Job &job, bool on_own_thread) {
   JobOutput out;
   Materialized files(job);
   if (!files.create()) {
@@ -648,7 +646,7 @@ JobOutput run_in_process(const Job &job, bool on_calling_thread) {
   argv.reserve(args.size());
   for (const std::string &a : args)
     argv.push_back(a.c_str());
-  run_lld(files, argv, job, on_calling_thread, out);
+  run_lld(files, argv, job, on_own_thread, out);
   files.rename_in(out.out_text);
   files.rename_in(out.err_text);
   // lld-link writes the import library and the PDB as regular files

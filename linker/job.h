@@ -62,8 +62,8 @@ struct Job {
   // support objects, export lists).
   std::vector<JobFile> files;
   // The inputs' total size: what the buffer for lld's output is sized from
-  // (an image is usually about its inputs' size), and what counts toward
-  // retiring the lld thread (its thread-locals grow with it).
+  // (an image is usually about its inputs' size), and whether the image
+  // surely fits in the output pipe (then lld may run on the calling thread).
   std::uint64_t input_bytes = 0;
   std::string output_name; // lld's output, relative to the workdir
   std::string implib_name; // COFF import library to return, if any
@@ -94,10 +94,11 @@ struct JobOutput {
 // made.
 std::string make_scratch(std::string &error, const char *prefix = "hotlink");
 
-// Runs lld in this process under the process-wide lock, on the lld thread
-// (see driver.cpp), or on the calling thread when `on_calling_thread` and
-// the image surely fits in the output pipe.
-JobOutput run_in_process(const Job &job, bool on_calling_thread = false);
+// Runs lld in this process under the process-wide lock: on the calling
+// thread when the image surely fits in the output pipe and the thread has
+// stack to spare, else (or with `on_own_thread`) on hotlink's lld thread
+// (see driver.cpp).
+JobOutput run_in_process(const Job &job, bool on_own_thread = false);
 
 // False once lld reported it cannot run again.
 bool in_process_usable();

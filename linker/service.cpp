@@ -5,6 +5,7 @@
 
 #include "linker/llvm_options.h"
 #include "linker/plan.h"
+#include "exports/recovery.h"
 #include "exports/targets.h"
 #include "linker/worker.h"
 
@@ -75,7 +76,7 @@ struct Reruns {
 struct LinkService::Impl {
   std::string worker_exe;
   unsigned max_workers;
-  bool lld_on_calling_thread = false;
+  bool lld_on_own_thread = false;
 
   // Scheduling: one in-process slot (this service's view of lld's lock) and
   // up to max_workers worker processes.
@@ -172,7 +173,7 @@ std::optional<Error> LinkService::Impl::run(const LinkRequest &req, const Plan &
       return slot.take_error();
     if (slot->in_process) {
       res.executed_by = "in-process";
-      out = run_in_process(plan.job, lld_on_calling_thread);
+      out = run_in_process(plan.job, lld_on_own_thread);
       release(std::move(slot.value()));
       if (out.not_run && attempt == 0)
         continue; // lld became unusable meanwhile: a worker takes it
@@ -365,6 +366,9 @@ LinkResult LinkService::Impl::link(const LinkRequest &req) {
     return std::move(res);
   };
   bool caching = cache && req.use_cache;
+  // Planning reads each input, and lld runs, under crash recovery: one
+  // scope for the whole link turns LLVM's signal handlers on and off once.
+  exports::RecoveryScope recovery;
   auto plan = plan_link(req, res.timings, /*digest_inputs=*/caching);
   if (!plan)
     return finish(plan.take_error());
@@ -402,7 +406,7 @@ LinkService::LinkService(ServiceConfig config) : impl_(std::make_unique<Impl>())
   impl_->max_workers = config.workers
                            ? config.workers
                            : std::max(1u, std::thread::hardware_concurrency());
-  impl_->lld_on_calling_thread = config.lld_on_calling_thread;
+  impl_->lld_on_own_thread = config.lld_on_own_thread;
   // LLVM's target registry is not safe to change while another thread
   // reads it: registered here, on the constructing thread, before any
   // thread of hotlink's (the warm-up, the lld thread) could.

@@ -34,15 +34,15 @@ struct ServiceConfig {
   // processes: a request whose key it holds is answered without lld; a miss
   // is linked once across processes and stored. Null = no cache.
   std::shared_ptr<cache::Cache> cache;
-  // In-process links run lld on the calling thread instead of hotlink's lld
-  // thread: no hand-off between threads (~30-80 us a small link here), but
-  // lld's thread-local allocations (~7 KiB a small link, ~1.9 bytes per
-  // input byte) stay with each calling thread until it ends; hotlink's own
-  // thread is replaced every 128 links or 16 MB to free them. For hosts that
-  // link from threads they retire, or that link a bounded number of times.
-  // Links whose image might not fit the output pipe still use the lld
-  // thread.
-  bool lld_on_calling_thread = false;
+  // In-process links run lld on the calling thread: no hand-off between
+  // threads, no thread to wake after the host was idle. lld's thread-local
+  // arenas are released after each link, so a thread that links forever
+  // keeps nothing of it. A link runs on hotlink's own lld thread instead
+  // when its image might not fit in the output pipe (>~350 KB of input:
+  // someone must drain the pipe while lld writes), when the calling thread
+  // has less than 1 MiB of stack left, or always with this set (a host
+  // whose threads must not run lld's code).
+  bool lld_on_own_thread = false;
   // Do a link's one-time work in the constructor (lld's first call, the
   // host's runtime environment: clang's driver and the libraries' indexes),
   // by linking a one-function object there: the first link() then costs

@@ -135,7 +135,7 @@ typedef struct hotlink_service_options {
   unsigned workers;            /* worker processes; 0 = the number of cores */
   const hotlink_cache *cache;  /* answers links it holds; NULL = no cache (the service keeps its own reference) */
   int warm_up;                 /* 1: do a link's one-time work (~10 ms) now, not in the first link */
-  int lld_on_calling_thread;   /* 1: in-process links run on the caller's thread (linker/service.h) */
+  int lld_on_own_thread;       /* 1: in-process links run lld on hotlink's thread, never the caller's (linker/service.h) */
 } hotlink_service_options;
 
 /* `options` may be NULL (no cache, default workers). Never fails but for
