@@ -28,7 +28,8 @@
 namespace hotlink {
 
 struct ServiceConfig {
-  unsigned workers = 0;     // worker pool size; 0 = the number of cores
+  unsigned workers = 0;     // worker pool size; 0 = the number of cores less one
+                            // (the in-process slot is a lane too), at least 1
   std::string worker_path;  // hotlink-ld; empty = found automatically
   // A cache (cache/cache.h) shared with any number of services and
   // processes: a request whose key it holds is answered without lld; a miss

@@ -120,6 +120,14 @@ Expected<std::unique_ptr<Worker>> Worker::start(const std::string &exe) {
   for (int fd : {p.to_child.native_source(), p.to_child.native_sink(),
                  p.from_child.native_source(), p.from_child.native_sink()})
     set_cloexec(fd);
+#ifdef F_SETPIPE_SZ
+  // A job or a reply of a few hundred KB then crosses in one write instead
+  // of 64 KiB at a time, each a wake-up of the other process (measured:
+  // ~1.2 ms of a 2.8 ms worker link of the ~150 KB object). May be refused
+  // (pipe-max-size): then 64 KiB.
+  for (int fd : {p.to_child.native_sink(), p.from_child.native_sink()})
+    (void)::fcntl(fd, F_SETPIPE_SZ, 1 << 20);
+#endif
   std::string why;
   p.scratch = make_scratch(why, "hotlink-worker");
   if (p.scratch.empty())

@@ -132,7 +132,7 @@ void hotlink_cache_close(hotlink_cache *cache);
 typedef struct hotlink_service hotlink_service;
 
 typedef struct hotlink_service_options {
-  unsigned workers;            /* worker processes; 0 = the number of cores */
+  unsigned workers;            /* worker processes; 0 = the number of cores less one, at least 1 */
   const hotlink_cache *cache;  /* answers links it holds; NULL = no cache (the service keeps its own reference) */
   int warm_up;                 /* 1: do a link's one-time work (~10 ms) now, not in the first link */
   int lld_on_own_thread;       /* 1: in-process links run lld on hotlink's thread, never the caller's (linker/service.h) */
