@@ -9,18 +9,32 @@
 // swapped every round), so that a busy moment of the shared machine hits
 // both alike; every figure is a median of this run.
 //
-//   direct_bench [--markdown FILE] [--rounds N] [--only hotlink|direct N]
+// Then, each alternating with its reference in the same run:
+// - the CLI (`hotlink link`) on the small kernel against an `ld.lld-22`
+//   process;
+// - an object of 100,000 functions exported (--policy all), in-process and
+//   through the CLI, against a `clang-22 -shared -fuse-ld=lld` process
+//   (which exports everything too);
+// - resident memory after 1,000 and after 100,000 small links in one
+//   process (--links N sets the second figure).
+//
+//   direct_bench [--markdown FILE] [--rounds N] [--links N] [--only hotlink|direct N]
 #include "bench/bench_support.h"
 #include "linker/service.h"
 #include "loader/hot_module.h"
 
 #include "lld/Common/Driver.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <dlfcn.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <functional>
+#include <optional>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -113,6 +127,99 @@ struct Row {
   double hotlink = 0, direct = 0;
 };
 
+// Runs `argv` as a process; ms, or a negative number on failure.
+double run_ms(const std::vector<std::string> &argv) {
+  std::vector<llvm::StringRef> refs(argv.begin(), argv.end());
+  std::optional<llvm::StringRef> quiet[] = {std::nullopt, llvm::StringRef("/dev/null"), llvm::StringRef("/dev/null")};
+  auto t0 = Clock::now();
+  int rc = llvm::sys::ExecuteAndWait(argv[0], refs, std::nullopt, quiet);
+  return rc == 0 ? ms_since(t0) : -1;
+}
+
+// `rounds` alternating runs of two commands (each a function returning ms,
+// negative on failure).
+Row alternate(const std::string &name, int rounds, const std::function<double()> &a,
+              const std::function<double()> &b) {
+  std::vector<double> ta, tb;
+  for (int i = 0; i < rounds; ++i)
+    for (int side : {i % 2, 1 - i % 2}) {
+      double ms = side == 0 ? a() : b();
+      if (ms < 0) {
+        std::fprintf(stderr, "direct_bench: %s: a run failed\n", name.c_str());
+        std::exit(1);
+      }
+      (side == 0 ? ta : tb).push_back(ms);
+    }
+  return {name, median(ta), median(tb)};
+}
+
+// n exported functions, assembled (a compiler would take minutes).
+std::string many_functions(int n) {
+  std::string s = ".text\n";
+  for (int i = 0; i < n; ++i) {
+    std::string f = "f" + std::to_string(i);
+    s += ".globl " + f + "\n.type " + f + ",@function\n" + f + ":\n  leal " + std::to_string(i % 1000) +
+         "(%rdi), %eax\n  ret\n";
+  }
+  return s + ".section .note.GNU-stack,\"\",@progbits\n";
+}
+
+// The CLI and the many-symbol rows.
+std::vector<Row> process_rows(const std::string &bin, const std::string &dir, const std::vector<std::uint8_t> &small,
+                              int rounds) {
+  std::string k = dir + "/k.o", many = dir + "/many.o", out = dir + "/out.so";
+  std::ofstream(k, std::ios::binary).write(reinterpret_cast<const char *>(small.data()),
+                                           static_cast<std::streamsize>(small.size()));
+  std::vector<std::uint8_t> many_bytes = object_of(many_functions(100000), ".s", [](const std::string &s, const std::string &o) {
+    return std::string(HOTLINK_BENCH_LLVM_MC) + " -triple=x86_64-linux-gnu -filetype=obj " + s + " -o " + o;
+  });
+  std::ofstream(many, std::ios::binary).write(reinterpret_cast<const char *>(many_bytes.data()),
+                                              static_cast<std::streamsize>(many_bytes.size()));
+  std::string cli = bin + "/hotlink";
+  std::vector<Row> rows;
+  rows.push_back(alternate("CLI on the small kernel: `hotlink link` / an `ld.lld-22 -shared` process", rounds,
+                           [&] { return run_ms({cli, "link", "-o", out, k}); },
+                           [&] { return run_ms({HOTLINK_BENCH_LD_LLD, "-shared", "-o", out, k}); }));
+  auto clang_shared = [&] { return run_ms({HOTLINK_BENCH_CLANG, "-shared", "-fuse-ld=lld", "-o", out, many}); };
+  hotlink::LinkService svc;
+  hotlink::LinkRequest all;
+  all.inputs = {hotlink::Input::memory("many.o", many_bytes)};
+  all.exports = hotlink::ExportPolicy::all();
+  int few = std::max(3, rounds / 4);
+  rows.push_back(alternate("100,000 functions exported: in-process `--policy all` / a `clang-22 -shared` process",
+                           few, [&] {
+                             auto t0 = Clock::now();
+                             return svc.link(all).ok() ? ms_since(t0) : -1;
+                           }, clang_shared));
+  rows.push_back(alternate("100,000 functions exported: the CLI `--policy all` / a `clang-22 -shared` process", few,
+                           [&] { return run_ms({cli, "link", "--policy", "all", "-o", out, many}); }, clang_shared));
+  return rows;
+}
+
+// Resident memory (KiB) after 1,000 and after `links` small links.
+std::pair<long, long> rss_over_links(const std::vector<std::uint8_t> &small, int links) {
+  auto rss = [] {
+    std::ifstream f("/proc/self/status");
+    std::string line;
+    while (std::getline(f, line))
+      if (line.rfind("VmRSS:", 0) == 0)
+        return std::atol(line.c_str() + 6);
+    return 0L;
+  };
+  hotlink::LinkService svc;
+  hotlink::LinkRequest req;
+  req.inputs = {hotlink::Input::memory("kernel.o", small)};
+  req.exports = hotlink::ExportPolicy::list({"kernel", "kernel_argv"});
+  long at1000 = 0;
+  for (int i = 1; i <= links; ++i) {
+    if (!svc.link(req).ok())
+      return {-1, -1};
+    if (i == 1000)
+      at1000 = rss();
+  }
+  return {at1000, rss()};
+}
+
 // `rounds` alternating links of `object`, `gap_ms` apart (untimed).
 Row compare(const std::string &name, HotlinkUser &hl, LldDirect &direct, const std::vector<std::uint8_t> &object,
             bool small, int rounds, int gap_ms) {
@@ -145,13 +252,15 @@ __attribute__((noinline)) void measured_links(HotlinkUser &hl, LldDirect &direct
 
 int main(int argc, char **argv) {
   std::string markdown, only;
-  int rounds = 200, only_n = 0;
+  int rounds = 200, only_n = 0, links = 100000;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--markdown" && i + 1 < argc)
       markdown = argv[++i];
     else if (a == "--rounds" && i + 1 < argc)
       rounds = std::atoi(argv[++i]);
+    else if (a == "--links" && i + 1 < argc)
+      links = std::max(1000, std::atoi(argv[++i]));
     else if (a == "--only" && i + 2 < argc) {
       only = argv[++i];
       only_n = std::atoi(argv[++i]);
@@ -179,13 +288,28 @@ int main(int argc, char **argv) {
   rows.push_back(compare("~150 KB object, back to back", hl, direct, large, false, rounds / 2, 0));
   rows.push_back(compare("~150 KB object, 10 ms apart", hl, direct, large, false, std::max(rounds / 5, 10), 10));
 
+  std::string bin = llvm::sys::path::parent_path(llvm::sys::fs::getMainExecutable(argv[0], (void *)&main)).str();
+  std::vector<Row> others = process_rows(bin, dir, small, std::max(rounds / 10, 8));
+  auto [rss1k, rss_n] = rss_over_links(small, links);
+
   std::string md = "| pattern | hotlink (user path) | lld used directly | hotlink / direct |\n|---|---|---|---|\n";
-  for (const Row &r : rows) {
-    char line[256];
+  auto add = [&md](const Row &r) {
+    char line[512];
     std::snprintf(line, sizeof line, "| %s | %.3f ms | %.3f ms | %.2f× |\n", r.name.c_str(), r.hotlink, r.direct,
                   r.direct > 0 ? r.hotlink / r.direct : 0);
     md += line;
-  }
+  };
+  for (const Row &r : rows)
+    add(r);
+  md += "\n| hotlink / reference (same run, alternating, medians) | hotlink | reference | ratio |\n|---|---|---|---|\n";
+  for (const Row &r : others)
+    add(r);
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "\nResident memory of one process linking the small kernel in-process: %ld KiB after 1,000 links, "
+                "%ld KiB after %d (%+ld KiB).\n",
+                rss1k, rss_n, links, rss_n - rss1k);
+  md += line;
   std::printf("%s", md.c_str());
   if (!markdown.empty())
     std::ofstream(markdown) << md;
