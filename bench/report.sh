@@ -8,10 +8,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out=bench/README.md
 tables=$(mktemp)
+direct=$(mktemp)
 loader=$(mktemp)
-trap 'rm -f "$tables" "$loader"' EXIT
+trap 'rm -f "$tables" "$direct" "$loader"' EXIT
 
 build/bin/compare_bench --markdown "$tables" >&2
+build/bin/direct_bench --markdown "$direct" >&2
 build/bin/loader_bench --benchmark_filter='Call' >"$loader" 2>&1
 instructions=$(bench/instructions.sh build)
 rebuild=$(build/bin/rebuild_bench 5)
@@ -39,6 +41,18 @@ mem=$(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo)
   echo "\`kernel\` + \`kernel_argv\`; the ~150 KB object is 400 compiled C"
   echo "functions; the ~20 MB object is 125,000 generated functions that call"
   echo "each other (llvm-mc)."
+  echo
+  echo "### Never slower than lld used directly"
+  echo
+  echo "From \`build/bin/direct_bench\`: hotlink's user path (object bytes to a \`HotModule\`"
+  echo "serving the new version and a first call through its entry) against lld used the way"
+  echo "Triton's AMD backend and ROCm's comgr use it (the object written to a temporary file,"
+  echo "\`lld::lldMain\` with \`--threads=1\`, the output to a temporary file, dlopen, dlsym, a"
+  echo "call), in one process, one link each in turn; then the CLI and a 100,000-function"
+  echo "object against their reference processes, alternating. The goal is a ratio of 1.00×"
+  echo "or less in every row (0.70× for the in-process many-function link)."
+  echo
+  cat "$direct"
   echo
   cat "$tables"
   echo

@@ -56,6 +56,20 @@ bool abandoned(const std::string &dir, const struct stat &st) {
   return dead;
 }
 
+// make_dirs once per directory and process (a reload would otherwise make
+// a system call for each component of the store's path).
+bool made_once(const std::string &path) {
+  static std::mutex mu;
+  static std::set<std::string> made;
+  std::lock_guard<std::mutex> lock(mu);
+  if (made.count(path))
+    return true;
+  if (!make_dirs(path, 0700))
+    return false;
+  made.insert(path);
+  return true;
+}
+
 // The process directories in `base` that are not `mine`, ours, real directories.
 std::vector<std::pair<std::string, struct stat>> process_dirs(const std::string &base, const std::string &mine) {
   std::vector<std::pair<std::string, struct stat>> out;
@@ -266,7 +280,7 @@ void kept(const CopyDirectory &dir, const std::string &path, const std::vector<s
   auto info = exports::read_artifact(bytes.data(), bytes.size(), path);
   if (info && info->build_id.size() > 2) {
     std::string sub = dir.store + "/.build-id/" + info->build_id.substr(0, 2);
-    if (make_dirs(sub, 0700)) {
+    if (made_once(sub)) {
       std::string rest = sub + "/" + info->build_id.substr(2);
       for (const std::string &link : {rest + ".debug", rest}) {
         ::unlink(link.c_str());
