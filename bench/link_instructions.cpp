@@ -31,7 +31,8 @@ __attribute__((noinline)) void one_link() {
 
 } // namespace
 
-// callgrind --toggle-collect=measured_links counts the calling thread.
+// callgrind --toggle-collect=measured_links counts the calling thread (lld
+// runs on it).
 extern "C" __attribute__((noinline)) void measured_links(int n) {
   for (int i = 0; i < n; ++i)
     one_link();
