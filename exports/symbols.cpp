@@ -413,6 +413,13 @@ bool has_startup_sections(const ObjectFile &obj) {
   return false;
 }
 
+std::uint64_t alignment_padding(const ObjectFile &obj) {
+  std::uint64_t sum = 0;
+  for (const SectionRef &sec : obj.sections())
+    sum += sec.getAlignment().value();
+  return sum;
+}
+
 // GCC's -flto objects hold GIMPLE in .gnu.lto_* sections; a slim one (the
 // default) holds nothing else and marks itself with __gnu_lto_slim.
 std::optional<Error> refuse_gcc_lto(const std::vector<Symbol> &symbols, std::size_t first,
@@ -457,6 +464,7 @@ std::optional<Error> add_symbols(const SymbolicFile &sf, const std::string &memb
     return std::nullopt;
   info.startup_sections |= has_startup_sections(*o);
   info.codeview |= has_codeview(*o);
+  info.alignment_padding += alignment_padding(*o);
   collect_default_libs(*o, info.default_libs);
   if (branch_info)
     return mark_branch_only(*o, info.symbols, first, name);

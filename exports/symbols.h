@@ -57,6 +57,9 @@ struct ObjectInfo {
   bool startup_sections = false;
   // COFF: carries CodeView debug info (.debug$S), which a PDB can hold.
   bool codeview = false;
+  // The sum of its sections' alignments: the most padding a linker can put
+  // before them in an image (a section aligned to 1 MiB may add ~1 MiB).
+  std::uint64_t alignment_padding = 0;
 };
 
 // Reads a relocatable object, an LLVM bitcode file, or an archive of them.

@@ -603,8 +603,11 @@ void run_lld(const Materialized &files, const std::vector<const char *> &argv, c
       };
       out.artifact.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(job.input_bytes, 1ull << 32)) + (64u << 10));
       // On the calling thread nobody drains the pipe while lld writes: only
-      // for an image that surely fits in it.
-      bool fits = job.input_bytes * 2 + (256u << 10) < files.pipe_capacity();
+      // for an image that surely fits in it. The bound: twice the inputs
+      // with their alignment padding (symbol tables, relocations and hash
+      // sections grow with the inputs), plus headers and segments aligned
+      // to the largest page size (64 KiB on AArch64, four segments).
+      bool fits = job.input_bytes * 2 + (384u << 10) < files.pipe_capacity();
       if (!on_own_thread && fits && stack_left() >= kLldStack) {
         task();
       } else {

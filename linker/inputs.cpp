@@ -53,7 +53,7 @@ std::optional<Error> read_inputs(PlanContext &ctx) {
     if (!info)
       return info.take_error();
     l.info = std::move(info.value());
-    ctx.plan.job.input_bytes += l.size;
+    ctx.plan.job.input_bytes += l.size + l.info.alignment_padding;
     ctx.inputs.push_back(std::move(l));
   }
   return std::nullopt;

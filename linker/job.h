@@ -61,9 +61,11 @@ struct Job {
   // Files to create in the workdir before the link (in-memory inputs,
   // support objects, export lists).
   std::vector<JobFile> files;
-  // The inputs' total size: what the buffer for lld's output is sized from
-  // (an image is usually about its inputs' size), and whether the image
-  // surely fits in the output pipe (then lld may run on the calling thread).
+  // The inputs' total size plus their sections' alignments (the most
+  // padding lld can add for them): what the buffer for lld's output is
+  // sized from (an image is usually about this size), and whether the image
+  // surely fits in the output pipe (then lld may run on the calling thread;
+  // an image that does not fit would block it forever).
   std::uint64_t input_bytes = 0;
   std::string output_name; // lld's output, relative to the workdir
   std::string implib_name; // COFF import library to return, if any

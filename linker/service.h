@@ -39,10 +39,10 @@ struct ServiceConfig {
   // threads, no thread to wake after the host was idle. lld's thread-local
   // arenas are released after each link, so a thread that links forever
   // keeps nothing of it. A link runs on hotlink's own lld thread instead
-  // when its image might not fit in the output pipe (>~350 KB of input:
-  // someone must drain the pipe while lld writes), when the calling thread
-  // has less than 1 MiB of stack left, or always with this set (a host
-  // whose threads must not run lld's code).
+  // when its image might not fit in the output pipe (more than ~320 KB of
+  // inputs and section alignments: someone must drain the pipe while lld
+  // writes), when the calling thread has less than 1 MiB of stack left, or
+  // always with this set (a host whose threads must not run lld's code).
   bool lld_on_own_thread = false;
   // Do a link's one-time work in the constructor (lld's first call, the
   // host's runtime environment: clang's driver and the libraries' indexes),

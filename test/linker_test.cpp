@@ -402,6 +402,26 @@ TEST(Host, LargeLinksDoNotPileUpLldsThreadLocals) {
   RecordProperty("rss_growth_links_3_to_15_kib", std::to_string(after15 - after3));
 }
 
+// lld writes the image into a pipe with one write(); on the calling thread
+// nobody drains it, so an image larger than the pipe (1 MiB) would block
+// the host's thread forever. A section aligned to 2 MiB makes a small
+// kernel's image 2 MiB: the link must finish, with the whole image.
+TEST(Host, AnImageLargerThanTheOutputPipeDoesNotBlockTheCaller) {
+  test::Bytes obj = test::assemble("x86_64-linux-gnu",
+                                   ".text\n.globl kernel\n.type kernel,@function\nkernel:\n  leal 1(%rdi), %eax\n"
+                                   "  ret\n.data\n.p2align 21\n.globl big\nbig:\n.byte 1\n"
+                                   ".section .note.GNU-stack,\"\",@progbits\n");
+  LinkRequest req;
+  req.target = "x86_64-linux-gnu";
+  req.inputs = {Input::memory("aligned.o", obj)};
+  req.exports = ExportPolicy::list({"kernel", "big"});
+  LinkService service;
+  LinkResult r = service.link(req);
+  ASSERT_TRUE(r.ok()) << r.error->to_string();
+  EXPECT_GT(r.artifact.size(), 2u << 20);
+  EXPECT_EQ(r.executed_by, "in-process");
+}
+
 // The frame the service sends a worker carries every field (borrowed input
 // bytes included); a frame from another hotlink version is recognized as
 // such (a mismatched hotlink-ld says so instead of "garbled"), and a cut
