@@ -114,7 +114,8 @@ void hotlink_path(benchmark::State &state, hotlink::LinkService &svc, hotlink::C
     if (!call_ok(fn, which))
       return state.SkipWithError("the linked function did not run");
   }
-  // The lld call itself (on the lld thread, its output handed over): the
+  // The lld call itself (signals checked, options set aside, the image
+  // back through a pipe): the
   // floor of any in-process lld path.
   state.counters["lld_ms"] = benchmark::Counter(lld_ms, benchmark::Counter::kAvgIterations);
 }

@@ -86,7 +86,7 @@ struct JobOutput {
   std::vector<std::uint8_t> implib;
   std::vector<std::uint8_t> pdb;
   double link_ms = 0;
-  double lld_ms = 0; // lld alone, on its thread (in-process ELF links)
+  double lld_ms = 0; // lld alone, on whichever thread ran it (in-process ELF links)
   std::string setup_error; // the scratch dir or output could not be handled
   bool not_run = false;    // in-process lld was already unusable: run elsewhere
 };
