@@ -115,8 +115,7 @@ void hotlink_path(benchmark::State &state, hotlink::LinkService &svc, hotlink::C
       return state.SkipWithError("the linked function did not run");
   }
   // The lld call itself (signals checked, options set aside, the image
-  // back through a pipe): the
-  // floor of any in-process lld path.
+  // back through a pipe): the floor of any in-process lld path.
   state.counters["lld_ms"] = benchmark::Counter(lld_ms, benchmark::Counter::kAvgIterations);
 }
 
