@@ -4,12 +4,12 @@
 // the device libraries lazily through LTO, nothing left undefined.
 #include "linker/platforms/amdgpu/code_object.h"
 #include "linker/platforms/amdgpu/device_libs.h"
+#include "linker/platforms/amdgpu/target_id.h"
 #include "linker/platforms/table.h"
 
 #include "exports/writers.h"
 #include "linker/plan.h"
 
-#include "clang/Basic/TargetID.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/BinaryFormat/Magic.h"
 #include "llvm/Object/Archive.h"
@@ -35,9 +35,8 @@ Expected<std::string> parse_target_id(const std::string &triple, const std::stri
   if (spelled.empty())
     return make_error(ErrorCode::BadRequest, "a code object is built for one processor, and none was given", {},
                       "--mcpu", "pass the processor as an AMD target ID, e.g. --mcpu gfx90a or gfx90a:xnack+");
-  llvm::StringMap<bool> features;
-  auto processor = clang::parseTargetID(llvm::Triple(triple), spelled, &features);
-  if (!processor || llvm::AMDGPU::parseArchAMDGCN(*processor) == llvm::AMDGPU::GK_NONE) {
+  auto id = amdgpu::parse_target_id(spelled);
+  if (!id) {
     llvm::SmallVector<llvm::StringRef, 64> known;
     llvm::AMDGPU::fillValidArchListAMDGCN(known);
     std::string list;
@@ -49,7 +48,7 @@ Expected<std::string> parse_target_id(const std::string &triple, const std::stri
                                       ":sramecc+/- where the processor has them",
                       {}, "--mcpu", "e.g. gfx90a, gfx90a:xnack+, gfx1030; processors: " + list);
   }
-  return clang::getCanonicalTargetID(*processor, features);
+  return id->canonical();
 }
 
 // What one input (or archive member) was built for.
@@ -156,7 +155,7 @@ public:
         built_.push_back(std::move(b));
     }
     for (const Built &b : built_) {
-      if (!b.target_id.empty() && !clang::isCompatibleTargetID(b.target_id, target_id_))
+      if (!b.target_id.empty() && !amdgpu::compatible_target_ids(b.target_id, target_id_))
         return make_error(ErrorCode::ArchMismatch,
                           "was compiled for " + b.target_id + ", which the target ID " + target_id_ +
                               " does not allow" + feature_note(b.target_id),
@@ -339,7 +338,7 @@ std::optional<Error> check_artifact(const std::vector<std::uint8_t> &bytes, cons
     auto want = parse_target_id("amdgcn-amd-amdhsa", options.processor);
     if (!want)
       return want.take_error();
-    if (!clang::isCompatibleTargetID(co->target_id, *want))
+    if (!amdgpu::compatible_target_ids(co->target_id, *want))
       return make_error(ErrorCode::ArchMismatch,
                         "is built for " + co->target_id + ", which does not run as " + *want, name, "--mcpu",
                         "link it again with --mcpu " + *want);

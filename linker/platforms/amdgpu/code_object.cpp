@@ -1,8 +1,8 @@
 #include "linker/platforms/amdgpu/code_object.h"
 
 #include "exports/recovery.h"
+#include "linker/platforms/amdgpu/target_id.h"
 
-#include "clang/Basic/TargetID.h"
 #include "llvm/BinaryFormat/ELF.h"
 #include "llvm/BinaryFormat/MsgPackDocument.h"
 #include "llvm/Bitcode/BitcodeReader.h"
@@ -28,7 +28,7 @@ Error malformed(const std::string &name, const std::string &why) {
 // The target ID of the header: the processor from e_flags' machine, and
 // xnack/sramecc as code object v4+ encode them (on, off, or any: left out).
 std::string header_target_id(const object::ELFObjectFileBase &obj, const ELFT::Ehdr &h) {
-  StringMap<bool> features;
+  std::map<std::string, bool> features;
   if (h.e_ident[ELF::EI_ABIVERSION] >= ELF::ELFABIVERSION_AMDGPU_HSA_V4) {
     auto setting = [&](unsigned mask, unsigned on, unsigned off, const char *feature) {
       unsigned v = h.e_flags & mask;
@@ -42,7 +42,7 @@ std::string header_target_id(const object::ELFObjectFileBase &obj, const ELFT::E
     setting(ELF::EF_AMDGPU_FEATURE_SRAMECC_V4, ELF::EF_AMDGPU_FEATURE_SRAMECC_ON_V4,
             ELF::EF_AMDGPU_FEATURE_SRAMECC_OFF_V4, "sramecc");
   }
-  return clang::getCanonicalTargetID(obj.tryGetCPUName().value_or(""), features);
+  return canonical_target_id(obj.tryGetCPUName().value_or(""), features);
 }
 
 unsigned version_of(std::uint8_t abi_version) {
@@ -252,13 +252,13 @@ Expected<BitcodeTarget> read_bitcode_target(const void *data, std::size_t size, 
     Attribute cpu = f.getFnAttribute("target-cpu");
     if (!cpu.isValid() || cpu.getValueAsString().empty())
       continue;
-    StringMap<bool> features;
+    std::map<std::string, bool> features;
     SmallVector<StringRef, 8> list;
     f.getFnAttribute("target-features").getValueAsString().split(list, ',', -1, false);
     for (StringRef feature : list)
       if (feature.size() > 1 && (feature.drop_front() == "xnack" || feature.drop_front() == "sramecc"))
-        features[feature.drop_front()] = feature.front() == '+';
-    t.target_id = clang::getCanonicalTargetID(cpu.getValueAsString(), features);
+        features[feature.drop_front().str()] = feature.front() == '+';
+    t.target_id = canonical_target_id(cpu.getValueAsString(), features);
     break;
   }
   return t;
