@@ -324,6 +324,11 @@ std::string make_scratch(std::string &error, const char *prefix) {
 
 bool in_process_usable() { return g_usable.load(); }
 
+void while_lld_is_idle(const std::function<void()> &fn) {
+  std::lock_guard<std::mutex> lock(g_lld_mutex);
+  fn();
+}
+
 namespace {
 
 // Where a job's files live for lld, and how lld's output comes back.

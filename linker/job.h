@@ -7,6 +7,7 @@
 #include "exports/error.h"
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -104,6 +105,10 @@ JobOutput run_in_process(const Job &job, bool on_own_thread = false);
 
 // False once lld reported it cannot run again.
 bool in_process_usable();
+
+// Runs `fn` while no in-process link runs: lld walks LLVM's option
+// registry, which loading a library that registers options changes.
+void while_lld_is_idle(const std::function<void()> &fn);
 
 // Wire format between the service and hotlink-ld: length-prefixed fields.
 std::string encode(const Job &job);

@@ -1,49 +1,130 @@
 #include "linker/platforms/clang_driver.h"
 
-#include "clang/Basic/Diagnostic.h"
-#include "clang/Basic/DiagnosticOptions.h"
-#include "clang/Driver/Compilation.h"
-#include "clang/Driver/Driver.h"
-#include "clang/Driver/Job.h"
-#include "clang/Driver/Tool.h"
-#include "clang/Frontend/TextDiagnosticPrinter.h"
-#include "llvm/Support/VirtualFileSystem.h"
-#include "llvm/Support/raw_ostream.h"
+#include "linker/platforms/driver_module/abi.h"
+#include "linker/platforms/driver_replay.h"
+#include "linker/job.h"
 
-#include <memory>
+#include <cstdlib>
+#include <dlfcn.h>
+#include <mutex>
+#include <sys/stat.h>
 
 #ifndef HOTLINK_CLANG_EXECUTABLE
 #define HOTLINK_CLANG_EXECUTABLE "/usr/lib/llvm-22/bin/clang"
 #endif
+#ifndef HOTLINK_BUILD_LIBDIR
+#define HOTLINK_BUILD_LIBDIR "."
+#endif
+#ifndef HOTLINK_INSTALL_LIBDIR
+#define HOTLINK_INSTALL_LIBDIR "/usr/local/lib"
+#endif
 
 namespace hotlink::detail {
 
-Expected<std::vector<DriverJob>> driver_jobs(const std::string &triple, const std::vector<std::string> &args,
-                                             const std::string &flag, const std::string &hint) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  clang::DiagnosticOptions options;
-  auto *printer = new clang::TextDiagnosticPrinter(os, options);
-  clang::DiagnosticsEngine diags(llvm::makeIntrusiveRefCnt<clang::DiagnosticIDs>(), options, printer);
-  clang::driver::Driver driver(HOTLINK_CLANG_EXECUTABLE, triple, diags, "hotlink", llvm::vfs::getRealFileSystem());
-  driver.setCheckInputsExist(false);
+namespace {
+
+// libhotlink-driver.so, loaded on first need (abi.h).
+struct DriverModule {
+  driver_abi::JobsFn jobs = nullptr;
+  driver_abi::FreeFn free = nullptr;
+  std::string error; // why it is not loaded
+};
+
+std::string directory_of(const std::string &path) {
+  std::size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+// $HOTLINK_DRIVER_MODULE alone when set; else next to the file that holds
+// this code (an executable in bin/ looks in ../lib), then the build's and
+// the installation's library directories.
+std::vector<std::string> module_candidates() {
+  if (const char *env = std::getenv("HOTLINK_DRIVER_MODULE"); env && *env)
+    return {env};
+  std::vector<std::string> dirs;
+  Dl_info info;
+  if (::dladdr(reinterpret_cast<void *>(&driver_jobs), &info) && info.dli_fname && *info.dli_fname == '/') {
+    std::string here = directory_of(info.dli_fname);
+    dirs.push_back(here);
+    dirs.push_back(here + "/../lib");
+  }
+  dirs.push_back(HOTLINK_BUILD_LIBDIR);
+  dirs.push_back(HOTLINK_INSTALL_LIBDIR);
+  std::vector<std::string> files;
+  for (const std::string &d : dirs)
+    files.push_back(d + "/" + driver_abi::kModuleFile);
+  return files;
+}
+
+DriverModule load_module() {
+  DriverModule m;
+  std::vector<std::string> candidates = module_candidates();
+  for (const std::string &path : candidates) {
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0)
+      continue;
+    void *handle = nullptr;
+    // Its libraries register LLVM options as they load: not while lld
+    // walks the option registry.
+    while_lld_is_idle([&] { handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL); });
+    if (!handle) {
+      const char *why = ::dlerror();
+      m.error = "cannot load " + path + ": " + (why ? why : "dlopen failed");
+      return m;
+    }
+    m.jobs = reinterpret_cast<driver_abi::JobsFn>(::dlsym(handle, driver_abi::kJobsSymbol));
+    m.free = reinterpret_cast<driver_abi::FreeFn>(::dlsym(handle, driver_abi::kFreeSymbol));
+    if (!m.jobs || !m.free)
+      m.error = path + " is not this hotlink's driver module (no " + driver_abi::kJobsSymbol + ")";
+    return m;
+  }
+  m.error = std::string("hotlink's driver module ") + driver_abi::kModuleFile + " is not installed (looked for";
+  for (const std::string &c : candidates)
+    m.error += " " + c;
+  m.error += "); install it with hotlink, or set HOTLINK_DRIVER_MODULE to its path";
+  return m;
+}
+
+const DriverModule &driver_module() {
+  static const DriverModule m = load_module();
+  return m;
+}
+
+// Asks clang's driver itself (through the module).
+Expected<DriverAnswer> ask_driver(const std::string &triple, const std::vector<std::string> &args,
+                                  const std::string &flag, const std::string &hint) {
+  const DriverModule &m = driver_module();
+  if (!m.jobs)
+    return make_error(ErrorCode::Internal, "clang's driver is needed for " + triple + " and " + m.error, {}, flag,
+                      hint);
   std::vector<const char *> argv;
   for (const std::string &a : args)
     argv.push_back(a.c_str());
-  std::unique_ptr<clang::driver::Compilation> c(driver.BuildCompilation(argv));
-  os.flush();
-  if (!c || diags.hasErrorOccurred())
-    return make_error(ErrorCode::BadRequest, "clang's driver: " + text, {}, flag, hint);
-  std::vector<DriverJob> jobs;
-  for (const clang::driver::Command &cmd : c->getJobs()) {
-    DriverJob job;
-    job.tool = cmd.getCreator().getName();
-    job.link = cmd.getCreator().isLinkJob();
-    for (const char *a : cmd.getArguments())
-      job.args.emplace_back(a);
-    jobs.push_back(std::move(job));
-  }
-  return jobs;
+  std::size_t size = 0;
+  char *records = m.jobs(HOTLINK_CLANG_EXECUTABLE, triple.c_str(), argv.data(), argv.size(), &size);
+  if (!records)
+    return make_error(ErrorCode::Internal, "clang's driver ran out of memory", {}, flag, hint);
+  DriverAnswer answer;
+  std::string error;
+  bool ok = read_driver_records(records, size, answer, error);
+  m.free(records);
+  if (!ok)
+    return make_error(ErrorCode::BadRequest, "clang's driver: " + error, {}, flag, hint);
+  return answer;
+}
+
+} // namespace
+
+Expected<std::vector<DriverJob>> driver_jobs(const std::string &triple, const std::vector<std::string> &args,
+                                             const std::string &flag, const std::string &hint) {
+  std::string key = driver_replay_key(HOTLINK_CLANG_EXECUTABLE, triple, args);
+  if (auto jobs = replay_driver_answer(key))
+    return std::move(*jobs);
+  auto answer = ask_driver(triple, args, flag, hint);
+  if (!answer)
+    return answer.take_error();
+  keep_driver_answer(key, *answer);
+  return std::move(answer->jobs);
 }
 
 Expected<DriverLinkLine> driver_link_job(const std::string &triple, const std::vector<std::string> &args,

@@ -4,8 +4,14 @@
 // link, a GPU's link flags and device libraries) instead of writing that
 // knowledge down a second time.
 //
-// Contract: compiles nothing and needs no input to exist; errors carry
-// the driver's own diagnostics, naming `flag` with `hint`.
+// Contract:
+// - Compiles nothing and needs no input to exist; errors carry the
+//   driver's own diagnostics, naming `flag` with `hint`.
+// - An answer kept on disk is replayed while every path the driver looked
+//   at is unchanged (driver_replay.h): then nothing of clang loads.
+// - Otherwise the driver runs in-process from libhotlink-driver.so
+//   (driver_module/abi.h), loaded on first need: a process that links
+//   only with replayed answers never maps libclang-cpp.
 #pragma once
 
 #include "exports/error.h"

@@ -33,6 +33,7 @@
 #include "llvm/ADT/StringSet.h"
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -146,8 +147,10 @@ struct RuntimeEnvironment {
   // The line's library directories (-L), in order, as lld searches them.
   std::vector<std::string> search_dirs;
   std::vector<RuntimeItem> before, after;
-  std::vector<SharedLibrary> shared;
-  std::vector<ArchiveSymbols> archives;
+  // Deques: a StringMap's move is not noexcept, so a vector would copy
+  // every library's symbols each time it grew.
+  std::deque<SharedLibrary> shared;
+  std::deque<ArchiveSymbols> archives;
   std::vector<std::string> startup_names; // of the startup objects
   // "path size mtime" of every file the line resolves to: in the cache key.
   std::vector<std::string> fingerprints;
