@@ -118,6 +118,12 @@ public:
   bool add_file(const std::string &path, bool as_needed, std::vector<RuntimeItem> &out, int depth = 0) {
     if (depth > 8)
       return fail("linker scripts nest too deeply at " + path);
+    // A line names libgcc.a, libgcc_s.so and libc.so's libraries more
+    // than once: each file is read once.
+    if (seen_.count("archive " + path))
+      return true; // lld resolves archives in any order: a repeated one adds nothing
+    if (auto known = soname_of_.find(path); known != soname_of_.end())
+      return again(known->second, as_needed);
     auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
     if (!buf)
       return fail("cannot read " + path);
@@ -130,14 +136,9 @@ public:
         return fail(lib.error().message);
       if (lib->machine != machine_)
         return fail(path + kOtherMachine);
-      // lld keeps the first library of a soname, needed if any occurrence
-      // was not --as-needed: a repeated one adds nothing but its flag.
-      auto seen = seen_.find("soname " + lib->soname);
-      if (seen != seen_.end()) {
-        RuntimeItem &first = (*seen->second.first)[seen->second.second];
-        first.as_needed = first.as_needed && as_needed;
-        return true;
-      }
+      soname_of_[path] = lib->soname;
+      if (seen_.count("soname " + lib->soname))
+        return again(lib->soname, as_needed);
       seen_["soname " + lib->soname] = {&out, out.size()};
       out.push_back({RuntimeItem::Kind::Shared, path, as_needed, int(env_.shared.size())});
       env_.shared.push_back(std::move(lib.value()));
@@ -155,9 +156,6 @@ public:
       return true;
     }
     case llvm::file_magic::archive: {
-      // lld resolves archives in any order: a repeated one adds nothing.
-      if (seen_.count("archive " + path))
-        return true;
       seen_["archive " + path] = {&out, out.size()};
       auto archive = llvm::object::Archive::create(llvm::MemoryBufferRef(bytes, path));
       if (!archive)
@@ -230,6 +228,15 @@ private:
       if (exists(in_dir(dir, file)))
         return in_dir(dir, file);
     return {};
+  }
+
+  // lld keeps the first library of a soname, needed if any occurrence
+  // was not --as-needed: a repeated one adds nothing but its flag.
+  bool again(const std::string &soname, bool as_needed) {
+    auto seen = seen_.find("soname " + soname);
+    RuntimeItem &first = (*seen->second.first)[seen->second.second];
+    first.as_needed = first.as_needed && as_needed;
+    return true;
   }
 
   void fingerprint(const std::string &path) {
@@ -341,6 +348,7 @@ private:
   RuntimeEnvironment &env_;
   const std::vector<std::string> &search_;
   std::map<std::string, std::pair<std::vector<RuntimeItem> *, std::size_t>> seen_;
+  std::map<std::string, std::string> soname_of_; // shared objects read, by path
 };
 
 // lld's options whose value is the next argument (among those a driver's

@@ -86,7 +86,7 @@ Expected<SharedLibrary> read_shared_library(const std::string &path) {
     const ELFT::Sym &s = (*syms)[i];
     if (s.st_name >= strtab->size() || s.getBinding() == STB_LOCAL)
       continue;
-    std::string name = strtab->data() + s.st_name;
+    StringRef name(strtab->data() + s.st_name);
     std::uint16_t ver = i < versyms.size() ? versyms[i].vs_index : 1;
     if (s.st_shndx == SHN_UNDEF) {
       // lld names a versioned reference of a shared library NAME@VER,
