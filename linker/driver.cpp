@@ -392,7 +392,15 @@ public:
   }
   int pipe_fd() const { return pipe_read_; }
   int done_fd() const { return done_fd_; }
+  // The eventfd the lld thread signals when done: made only for a link
+  // that runs there (without one, the waiter polls the pipe every 1 ms).
+  void make_done_fd() {
+    if (done_fd_ < 0 && (done_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) >= 0)
+      fds_.push_back(done_fd_);
+  }
   void signal_done() const {
+    if (done_fd_ < 0)
+      return;
     std::uint64_t one = 1;
     (void)!::write(done_fd_, &one, sizeof one);
   }
@@ -449,10 +457,6 @@ private:
     int cap = ::fcntl(p[1], F_GETPIPE_SZ);
     pipe_capacity_ = cap > 0 ? std::uint64_t(cap) : 0;
 #endif
-    done_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (done_fd_ < 0)
-      return fail(std::string("cannot create an eventfd: ") + std::strerror(errno));
-    fds_.push_back(done_fd_);
     output_path_ = "/proc/self/fd/" + std::to_string(p[1]);
     shown_.emplace_back(output_path_, job_.output_name);
     std::sort(shown_.begin(), shown_.end(),
@@ -512,7 +516,7 @@ void wait_draining(LldThread &runner, const Materialized &files, std::vector<std
       continue;
     }
     struct pollfd pfd[2] = {{files.pipe_fd(), POLLIN, 0}, {files.done_fd(), POLLIN, 0}};
-    ::poll(pfd, 2, -1);
+    ::poll(pfd, 2, files.done_fd() >= 0 ? -1 : 1);
     files.drain(into);
   }
   runner.finish();
@@ -555,7 +559,7 @@ lld::Result call_lld(const std::vector<const char *> &argv, llvm::raw_ostream &o
 // Runs lld on the lld thread with the process state it touches guarded:
 // crash recovery on (lld's fatal() would otherwise exit the host), signal
 // dispositions checked, the host's LLVM options out of lld's reach.
-void run_lld(const Materialized &files, const std::vector<const char *> &argv, const Job &job,
+void run_lld(Materialized &files, const std::vector<const char *> &argv, const Job &job,
              bool on_own_thread, JobOutput &out) {
   llvm::raw_string_ostream out_os(out.out_text), err_os(out.err_text);
   std::lock_guard<std::mutex> lock(g_lld_mutex);
@@ -616,6 +620,7 @@ void run_lld(const Materialized &files, const std::vector<const char *> &argv, c
       if (!on_own_thread && fits && stack_left() >= kLldStack) {
         task();
       } else {
+        files.make_done_fd();
         runner.start([&] {
           task();
           files.signal_done();
