@@ -8,6 +8,9 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/hotlink-install-XXXXXX")
 trap 'rm -rf "$work"' EXIT
 cmake --install "$build" --prefix "$work/prefix" > "$work/install.log"
 test -x "$work/prefix/bin/hotlink" && test -x "$work/prefix/bin/hotlink-ld"
+test -f "$(dirname "$(find "$work/prefix" -name 'libhotlink.so' | head -1)")/libhotlink-driver.so"
+# No kept driver answers: every first link below loads the driver module.
+export HOTLINK_DRIVER_REPLAYS="$work/replays"
 cmake -S "$src/test/consumer" -B "$work/build" -G Ninja \
   -DCMAKE_PREFIX_PATH="$work/prefix" > "$work/configure.log"
 cmake --build "$work/build" > "$work/build.log"
