@@ -6,7 +6,6 @@
 
 #include <cstdlib>
 #include <dlfcn.h>
-#include <mutex>
 #include <sys/stat.h>
 
 #ifndef HOTLINK_CLANG_EXECUTABLE

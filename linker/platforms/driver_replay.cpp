@@ -5,7 +5,6 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/xxhash.h"
-#include "llvm/Support/raw_ostream.h"
 
 #include <cerrno>
 #include <cstdio>
@@ -56,8 +55,6 @@ void add(std::string &out, char tag, const std::string &text) {
   out += text;
   out += '\0';
 }
-
-bool has_nul(const std::string &s) { return s.find('\0') != std::string::npos; }
 
 } // namespace
 
@@ -143,19 +140,16 @@ void keep_driver_answer(const std::string &key, const DriverAnswer &answer) {
     return;
   std::string body = std::string(1, kVersion) + kFormat + '\0' + kKey + key + '\0';
   for (const std::string &p : answer.probes) {
-    if (has_nul(p) || p.find(kSeparator) != std::string::npos)
-      return;
+    if (p.find(kSeparator) != std::string::npos)
+      return; // a path the file's format cannot hold: nothing kept
     body += kState + path_state(p) + kSeparator + p + '\0';
   }
   for (const DriverJob &job : answer.jobs) {
     add(body, driver_abi::kJob, job.tool);
     if (job.link)
       add(body, driver_abi::kLink, "");
-    for (const std::string &a : job.args) {
-      if (has_nul(a))
-        return;
+    for (const std::string &a : job.args)
       add(body, driver_abi::kArg, a);
-    }
   }
   add(body, kEnd, "");
   std::string path = replay_path(dir, key);

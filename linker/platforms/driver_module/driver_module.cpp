@@ -12,14 +12,12 @@
 #include "clang/Driver/Job.h"
 #include "clang/Driver/Tool.h"
 #include "clang/Frontend/TextDiagnosticPrinter.h"
-#include "llvm/ADT/SmallString.h"
 #include "llvm/Support/VirtualFileSystem.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
@@ -28,8 +26,9 @@ namespace {
 
 using namespace hotlink::detail;
 
-// The real file system, recording each path the driver looks at (made
-// absolute): whether it exists, what it is, what a directory holds.
+// The real file system, recording each path the driver looks at as it was
+// asked (a relative one, from a relative --sysroot, is checked against the
+// replaying process's directory, where it would be resolved again).
 class RecordingFileSystem : public llvm::RTTIExtends<RecordingFileSystem, llvm::vfs::ProxyFileSystem> {
 public:
   static const char ID;
@@ -60,12 +59,9 @@ public:
 
 private:
   void note(const llvm::Twine &path) {
-    llvm::SmallString<256> p;
-    path.toVector(p);
-    if (p.empty())
-      return;
-    (void)getUnderlyingFS().makeAbsolute(p);
-    paths.insert(std::string(p));
+    std::string p = path.str();
+    if (!p.empty())
+      paths.insert(std::move(p));
   }
 };
 const char RecordingFileSystem::ID = 0;
