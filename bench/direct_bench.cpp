@@ -245,9 +245,17 @@ Row compare(const std::string &name, HotlinkUser &hl, LldDirect &direct, const s
 // callgrind (--toggle-collect=measured_links*), perf or strace.
 __attribute__((noinline)) void measured_links(HotlinkUser &hl, LldDirect &direct, const std::string &path, int n,
                                               const std::vector<std::uint8_t> &obj) {
-  for (int i = 0; i < n; ++i)
-    if ((path == "hotlink" ? hl.link_and_call(obj, true) : direct.link_and_call(obj, true)) < 0)
+  std::vector<double> ms;
+  for (int i = 0; i < n; ++i) {
+    ms.push_back(path == "hotlink" ? hl.link_and_call(obj, true) : direct.link_and_call(obj, true));
+    if (ms.back() < 0)
       std::exit(1);
+  }
+  double sum = 0;
+  for (double m : ms)
+    sum += m;
+  if (n)
+    std::fprintf(stderr, "%s: %d links, median %.3f ms, mean %.3f ms\n", path.c_str(), n, median(ms), sum / n);
 }
 
 int main(int argc, char **argv) {

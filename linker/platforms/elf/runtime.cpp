@@ -467,10 +467,10 @@ std::uint16_t elf_machine(const TargetInfo &t) {
 
 bool environment_defines(const RuntimeEnvironment &env, std::string_view name) {
   llvm::StringRef n(name.data(), name.size());
-  std::uint32_t hash = llvm::StringMapImpl::hash(n); // once for every library's table
   for (const SharedLibrary &s : env.shared)
-    if (s.defined.find(n, hash) != s.defined.end())
+    if (s.defines(n))
       return true;
+  std::uint32_t hash = llvm::StringMapImpl::hash(n); // once for every archive's table
   for (const ArchiveSymbols &a : env.archives)
     if (a.defined.find(n, hash) != a.defined.end())
       return true;
@@ -488,8 +488,7 @@ bool library_definitions(const std::string &path, const std::string &sysroot, st
   if (!r.add_file(path, false, items))
     return false;
   for (const SharedLibrary &s : scratch.shared)
-    for (const auto &d : s.defined)
-      each(d.getKey());
+    s.each_defined(each);
   for (const ArchiveSymbols &a : scratch.archives)
     for (const auto &d : a.defined)
       each(d.getKey());
@@ -625,7 +624,7 @@ RuntimeLink compute_runtime_link(const RuntimeEnvironment &env,
         // An --as-needed library that defines nothing the link names
         // would not be needed: leaving it out changes nothing.
         if (it.as_needed && std::none_of(sorted.begin(), sorted.end(), [&](std::string_view n) {
-              return lib.defined.count(llvm::StringRef(n.data(), n.size())) != 0;
+              return lib.defines(llvm::StringRef(n.data(), n.size()));
             }))
           break;
         if (it.as_needed != as_needed) {

@@ -6,6 +6,7 @@
 
 #include "llvm/BinaryFormat/ELF.h"
 #include "llvm/Object/ELF.h"
+#include "llvm/Support/Endian.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
@@ -18,12 +19,109 @@ namespace hotlink::detail {
 using llvm::StringRef;
 
 
+namespace {
+
+using ELFT = llvm::object::ELF64LE;
+
+// The hash function of DT_GNU_HASH tables (the dynamic loader's dl_new_hash).
+std::uint32_t gnu_hash(StringRef name) {
+  std::uint32_t h = 5381;
+  for (unsigned char c : name)
+    h = h * 33 + c;
+  return h;
+}
+
+} // namespace
+
+bool SharedLibrary::is_definition(std::uint32_t i) const {
+  const Sym &s = syms_[i];
+  return i >= first_global_ && s.name + 1 < strtab_.size() && (s.info >> 4) != llvm::ELF::STB_LOCAL &&
+         s.shndx != llvm::ELF::SHN_UNDEF;
+}
+
+StringRef SharedLibrary::name_of(std::uint32_t i) const {
+  const char *p = strtab_.data() + syms_[i].name; // strtab_ ends with a NUL (checked on reading)
+  return StringRef(p);
+}
+
+// Calls each(i) for every definition of `name`, in symbol-table order:
+// those before the hash table's part, then its chain for the name.
+template <class Each> void SharedLibrary::find(StringRef name, Each each) const {
+  if (auto it = by_name_.find(name); it != by_name_.end())
+    for (std::uint32_t i : it->second)
+      each(i);
+  if (buckets_.empty())
+    return;
+  std::uint32_t h = gnu_hash(name);
+  std::uint32_t i = buckets_[h % buckets_.size()];
+  if (i < symoffset_) // 0: an empty bucket
+    return;
+  for (; i < syms_.size() && i - symoffset_ < chains_.size(); ++i) {
+    std::uint32_t c = chains_[i - symoffset_];
+    if ((c | 1) == (h | 1) && is_definition(i) && name_of(i) == name)
+      each(i);
+    if (c & 1)
+      return;
+  }
+}
+
+std::vector<StubSymbol> SharedLibrary::definitions(StringRef name) const {
+  std::vector<StubSymbol> out;
+  find(name, [&](std::uint32_t i) {
+    const Sym &s = syms_[i];
+    out.push_back(StubSymbol{s.info, s.other, i < versyms_.size() ? versyms_[i] : std::uint16_t(1), s.value, s.size});
+  });
+  return out;
+}
+
+bool SharedLibrary::defines(StringRef name) const {
+  bool found = false;
+  find(name, [&](std::uint32_t) { found = true; });
+  return found;
+}
+
+void SharedLibrary::each_defined(const std::function<void(StringRef)> &each) const {
+  for (std::uint32_t i = first_global_; i < syms_.size(); ++i)
+    if (is_definition(i))
+      each(name_of(i));
+}
+
+void SharedLibrary::read_gnu_hash(llvm::ArrayRef<std::uint8_t> table) {
+  std::size_t n = table.size() / 4;
+  auto word = [&](std::size_t i) { return llvm::support::endian::read32le(table.data() + 4 * i); };
+  if (n < 4)
+    return;
+  std::uint64_t nbuckets = word(0), symoffset = word(1);
+  std::uint64_t buckets_at = 4 + std::uint64_t(word(2)) * 2; // after the 64-bit Bloom filter words
+  if (!nbuckets || buckets_at + nbuckets > n || symoffset > syms_.size())
+    return;
+  symoffset_ = std::uint32_t(symoffset);
+  for (std::size_t i = buckets_at; i < n; ++i)
+    (i < buckets_at + nbuckets ? buckets_ : chains_).push_back(word(i));
+}
+
+void SharedLibrary::index_the_rest() {
+  std::uint32_t hashed_from = buckets_.empty() ? std::uint32_t(syms_.size()) : symoffset_;
+  for (std::uint32_t i = first_global_; i < syms_.size(); ++i) {
+    const Sym &s = syms_[i];
+    if (s.name + 1 >= strtab_.size() || (s.info >> 4) == llvm::ELF::STB_LOCAL)
+      continue;
+    if (s.shndx == llvm::ELF::SHN_UNDEF) {
+      // lld names a versioned reference of a shared library NAME@VER,
+      // which only meets a definition of that exact version.
+      std::uint16_t ver = i < versyms_.size() ? versyms_[i] : 1;
+      if ((ver & ~llvm::ELF::VERSYM_HIDDEN) <= llvm::ELF::VER_NDX_GLOBAL)
+        undefined.insert(name_of(i));
+    } else if (i < hashed_from) {
+      by_name_[name_of(i)].push_back(i);
+    }
+  }
+}
+
 Expected<SharedLibrary> read_shared_library(const std::string &path) {
-  using ELFT = llvm::object::ELF64LE;
   using namespace llvm::ELF;
   auto fail = [&](std::string why) {
-    return make_error(ErrorCode::InvalidInput, std::move(why), path, {},
-                      "reinstall the package that owns it");
+    return make_error(ErrorCode::InvalidInput, std::move(why), path, {}, "reinstall the package that owns it");
   };
   auto buf = llvm::MemoryBuffer::getFile(path, false, false);
   if (!buf)
@@ -43,12 +141,13 @@ Expected<SharedLibrary> read_shared_library(const std::string &path) {
   auto sections = obj.sections();
   if (!sections)
     return fail(llvm::toString(sections.takeError()));
-  const ELFT::Shdr *dynsym = nullptr, *versym = nullptr, *verdef = nullptr, *dynamic = nullptr;
+  const ELFT::Shdr *dynsym = nullptr, *versym = nullptr, *verdef = nullptr, *dynamic = nullptr, *gnu_hash = nullptr;
   for (const ELFT::Shdr &s : *sections) {
     if (s.sh_type == SHT_DYNSYM) dynsym = &s;
     else if (s.sh_type == SHT_GNU_versym) versym = &s;
     else if (s.sh_type == SHT_GNU_verdef) verdef = &s;
     else if (s.sh_type == SHT_DYNAMIC) dynamic = &s;
+    else if (s.sh_type == SHT_GNU_HASH) gnu_hash = &s;
   }
   if (!dynsym)
     return fail("has no dynamic symbol table");
@@ -58,12 +157,12 @@ Expected<SharedLibrary> read_shared_library(const std::string &path) {
   auto syms = obj.symbols(dynsym);
   if (!syms)
     return fail(llvm::toString(syms.takeError()));
-  llvm::ArrayRef<ELFT::Versym> versyms;
   if (versym) {
     auto v = obj.template getSectionContentsAsArray<ELFT::Versym>(*versym);
     if (!v)
       return fail(llvm::toString(v.takeError()));
-    versyms = *v;
+    for (const ELFT::Versym &x : *v)
+      lib.versyms_.push_back(x.vs_index);
   }
   if (verdef) {
     auto defs = obj.getVersionDefinitions(*verdef);
@@ -82,21 +181,20 @@ Expected<SharedLibrary> read_shared_library(const std::string &path) {
   }
   if (lib.soname.empty())
     lib.soname = llvm::sys::path::filename(path).str();
-  for (std::size_t i = dynsym->sh_info; i < syms->size(); ++i) {
-    const ELFT::Sym &s = (*syms)[i];
-    if (s.st_name >= strtab->size() || s.getBinding() == STB_LOCAL)
-      continue;
-    StringRef name(strtab->data() + s.st_name);
-    std::uint16_t ver = i < versyms.size() ? versyms[i].vs_index : 1;
-    if (s.st_shndx == SHN_UNDEF) {
-      // lld names a versioned reference of a shared library NAME@VER,
-      // which only meets a definition of that exact version.
-      if ((ver & ~VERSYM_HIDDEN) <= VER_NDX_GLOBAL)
-        lib.undefined.insert(name);
-      continue;
-    }
-    lib.defined[name].push_back(StubSymbol{s.st_info, s.st_other, ver, s.st_value, s.st_size});
-  }
+  // The tables, copied: the file is not kept mapped (the string table
+  // gets a NUL at its end, so that every name in it ends).
+  lib.strtab_.assign(strtab->data(), strtab->size());
+  lib.strtab_.push_back('\0');
+  lib.first_global_ = std::uint32_t(std::min<std::uint64_t>(dynsym->sh_info, syms->size()));
+  lib.syms_.reserve(syms->size());
+  for (const ELFT::Sym &s : *syms)
+    lib.syms_.push_back({s.st_name, s.st_info, s.st_other, s.st_shndx, s.st_value, s.st_size});
+  // The GNU hash table, when it is whole and names this symbol table
+  // (without one, every definition is indexed by name below).
+  if (gnu_hash && obj.getSection(gnu_hash->sh_link).get() == dynsym)
+    if (auto contents = obj.getSectionContents(*gnu_hash))
+      lib.read_gnu_hash(*contents);
+  lib.index_the_rest();
   return lib;
 }
 
@@ -111,8 +209,6 @@ std::size_t align_to(std::size_t n, std::size_t a) { return (n + a - 1) / a * a;
 } // namespace
 
 namespace {
-
-using ELFT = llvm::object::ELF64LE;
 
 // What a stub holds: its string table (the soname, every version name,
 // then symbol names) and its dynamic symbols.
@@ -141,10 +237,10 @@ struct StubContent {
       version_names.push_back(add_str(v.name));
     for (std::string_view n : wanted) {
       llvm::StringRef name(n.data(), n.size());
-      auto it = lib.defined.find(name);
-      if (it != lib.defined.end()) {
+      std::vector<StubSymbol> defs = lib.definitions(name);
+      if (!defs.empty()) {
         std::uint32_t off = add_str(name.str());
-        for (const StubSymbol &s : it->second)
+        for (const StubSymbol &s : defs)
           entries.push_back({off, s, true});
       } else if (lib.undefined.count(name)) {
         entries.push_back(
