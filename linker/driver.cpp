@@ -11,6 +11,7 @@
 #include "base/files.h"
 #include "linker/lld_arenas.h"
 #include "linker/llvm_options.h"
+#include "linker/thread_files.h"
 
 #include "lld/Common/Driver.h"
 #include "llvm/Support/Path.h"
@@ -37,6 +38,7 @@
 #include <sys/stat.h>
 #include <thread>
 #include <tuple>
+#include <utility>
 #include <unistd.h>
 
 LLD_HAS_DRIVER(elf)
@@ -334,7 +336,8 @@ namespace {
 // Where a job's files live for lld, and how lld's output comes back.
 //
 // In-memory links keep everything in memory: each file is a memfd lld opens as
-// /proc/self/fd/N, and the image goes to a pipe lld opens the same way. For
+// /proc/self/fd/N, and the image goes to a pipe lld opens the same way (both
+// kept by the thread for its next link: ThreadFiles). For
 // an output that is not a regular file, LLVM's FileOutputBuffer builds the
 // image in memory and writes it with one write() on commit (no temporary
 // file, so no RemoveFileOnSignal entry, no rename, no signal handlers).
@@ -352,6 +355,8 @@ public:
   ~Materialized() {
     for (int fd : fds_)
       ::close(fd);
+    if (in_memory_)
+      ThreadFiles::mine().release_large();
     if (!dir_.empty())
       base::remove_tree(dir_);
   }
@@ -434,30 +439,20 @@ private:
   }
 
   bool create_memfds() {
-    auto memfd = [&](const std::string &name) {
-      int fd = ::memfd_create(("hotlink:" + name).c_str(), MFD_CLOEXEC);
-      if (fd >= 0)
-        fds_.push_back(fd);
-      return fd;
-    };
-    for (const JobFile &f : job_.files) {
-      int fd = memfd(f.name);
-      if (fd < 0 || !base::write_all(fd, f.bytes().data(), f.bytes().size()))
+    ThreadFiles &kept = ThreadFiles::mine();
+    for (std::size_t i = 0; i < job_.files.size(); ++i) {
+      const JobFile &f = job_.files[i];
+      int fd = kept.hold(i, f.name, f.bytes());
+      if (fd < 0)
         return fail("cannot hold " + f.name + " in memory: " + std::strerror(errno));
       shown_.emplace_back("/proc/self/fd/" + std::to_string(fd), f.name);
     }
-    int p[2];
-    if (::pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0)
+    auto [read_end, write_end, capacity] = kept.pipe();
+    if (read_end < 0)
       return fail(std::string("cannot create a pipe for the output: ") + std::strerror(errno));
-    pipe_read_ = p[0];
-    fds_.push_back(p[0]);
-    fds_.push_back(p[1]);
-#ifdef F_SETPIPE_SZ
-    (void)::fcntl(p[1], F_SETPIPE_SZ, 1 << 20); // may be refused: then 64 KiB, drained as it fills
-    int cap = ::fcntl(p[1], F_GETPIPE_SZ);
-    pipe_capacity_ = cap > 0 ? std::uint64_t(cap) : 0;
-#endif
-    output_path_ = "/proc/self/fd/" + std::to_string(p[1]);
+    pipe_read_ = read_end;
+    pipe_capacity_ = capacity;
+    output_path_ = "/proc/self/fd/" + std::to_string(write_end);
     shown_.emplace_back(output_path_, job_.output_name);
     std::sort(shown_.begin(), shown_.end(),
               [](const auto &a, const auto &b) { return a.first.size() < b.first.size(); });

@@ -14,6 +14,8 @@
 #include <cstring>
 #include <cstdlib>
 #include <dlfcn.h>
+#include <filesystem>
+#include <sys/stat.h>
 #include <fcntl.h>
 #include <thread>
 #include <sys/wait.h>
@@ -477,6 +479,73 @@ TEST(Host, ForkedChildCanLink) {
   ASSERT_EQ(waitpid(pid, &status, 0), pid);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
   EXPECT_TRUE(service.link(req).ok()); // and the parent still links
+}
+
+// An object of `functions` exported functions (~90 bytes of object each).
+LinkRequest many_functions_request(int functions) {
+  std::string source;
+  for (int i = 0; i < functions; ++i)
+    source += "int f" + std::to_string(i) + "(int x) { return x * " + std::to_string(i + 3) + " + " +
+              std::to_string(i) + "; }\n";
+  LinkRequest req;
+  req.inputs.push_back(Input::memory("many.o", test::compile_c(host_target(), source)));
+  req.exports = ExportPolicy::all();
+  return req;
+}
+
+// A thread keeps the memfds lld reads and the pipe it writes between its
+// links; a forked child must not write into its parent's (the same files).
+TEST(Host, AForkedChildAndItsParentLinkAtOnceEachGettingItsOwnImage) {
+  LinkService service;
+  LinkRequest mine = kernel_request(host_target()), childs = many_functions_request(40);
+  Bytes my_image = service.link(mine).artifact, child_image = service.link(childs).artifact;
+  ASSERT_FALSE(my_image.empty() || child_image.empty());
+  ASSERT_EQ(service.link(mine).artifact, my_image); // the thread's files now hold `mine`'s
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    LinkService child;
+    bool same = true;
+    for (int i = 0; i < 30 && same; ++i)
+      same = child.link(childs).artifact == child_image;
+    _exit(same ? 0 : 1);
+  }
+  int differed = 0;
+  for (int i = 0; i < 30; ++i)
+    differed += service.link(mine).artifact != my_image;
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the child's images differed: status " << status;
+  EXPECT_EQ(differed, 0) << "the parent's images differed";
+}
+
+// The sizes of this process's memfds that hotlink made for lld.
+std::vector<std::uint64_t> hotlink_memfd_sizes() {
+  std::vector<std::uint64_t> sizes;
+  for (const auto &e : std::filesystem::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    auto target = std::filesystem::read_symlink(e.path(), ec);
+    if (ec || target.string().rfind("/memfd:hotlink:", 0) != 0)
+      continue;
+    struct stat st;
+    if (::stat(e.path().c_str(), &st) == 0)
+      sizes.push_back(std::uint64_t(st.st_size));
+  }
+  return sizes;
+}
+
+TEST(Host, AThreadHoldsNoLargeInputBetweenLinksAndSmallerInputsLinkAlike) {
+  LinkService service;
+  LinkRequest small = kernel_request(host_target()), large = many_functions_request(4000);
+  ASSERT_GT(large.inputs[0].bytes.size(), 256u << 10);
+  Bytes small_image = service.link(small).artifact;
+  LinkResult big = service.link(large);
+  ASSERT_TRUE(big.ok()) << big.error->to_string();
+  EXPECT_EQ(big.exports.size(), 4000u);
+  for (std::uint64_t size : hotlink_memfd_sizes())
+    EXPECT_LE(size, 256u << 10) << "a memfd still holds an input after its link";
+  // The files the large link grew are rewritten, not appended to.
+  EXPECT_EQ(service.link(small).artifact, small_image);
 }
 
 TEST(Service, ConcurrentLinksFromFourThreadsAllSucceed) {
