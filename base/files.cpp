@@ -14,16 +14,18 @@
 
 namespace hotlink::base {
 
-bool write_all(int fd, const void *data, std::size_t size) {
+bool write_all(int fd, const void *data, std::size_t size, std::optional<std::uint64_t> at) {
   const char *p = static_cast<const char *>(data);
   while (size > 0) {
-    ssize_t n = ::write(fd, p, size);
+    ssize_t n = at ? ::pwrite(fd, p, size, static_cast<off_t>(*at)) : ::write(fd, p, size);
     if (n < 0 && errno == EINTR)
       continue;
     if (n <= 0)
       return false;
     p += n;
     size -= static_cast<std::size_t>(n);
+    if (at)
+      *at += static_cast<std::uint64_t>(n);
   }
   return true;
 }

@@ -6,14 +6,16 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 
 namespace hotlink::base {
 
-// Writes all `size` bytes to `fd`, retrying short writes and EINTR. False
-// (errno set) when the file refused more.
-bool write_all(int fd, const void *data, std::size_t size);
+// Writes all `size` bytes to `fd`, retrying short writes and EINTR: at its
+// offset, or from `at` (pwrite, the offset untouched). False (errno set)
+// when the file refused more.
+bool write_all(int fd, const void *data, std::size_t size, std::optional<std::uint64_t> at = std::nullopt);
 
 // Removes a directory and everything in it, FIFOs and sockets included
 // (llvm::sys::fs::remove_directories leaves those behind).

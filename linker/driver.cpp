@@ -355,8 +355,8 @@ public:
   ~Materialized() {
     for (int fd : fds_)
       ::close(fd);
-    if (in_memory_)
-      ThreadFiles::mine().release_large();
+    if (kept_)
+      kept_->release_large();
     if (!dir_.empty())
       base::remove_tree(dir_);
   }
@@ -439,15 +439,15 @@ private:
   }
 
   bool create_memfds() {
-    ThreadFiles &kept = ThreadFiles::mine();
+    kept_ = &ThreadFiles::mine();
     for (std::size_t i = 0; i < job_.files.size(); ++i) {
       const JobFile &f = job_.files[i];
-      int fd = kept.hold(i, f.name, f.bytes());
+      int fd = kept_->hold(i, f.name, f.bytes());
       if (fd < 0)
         return fail("cannot hold " + f.name + " in memory: " + std::strerror(errno));
       shown_.emplace_back("/proc/self/fd/" + std::to_string(fd), f.name);
     }
-    auto [read_end, write_end, capacity] = kept.pipe();
+    auto [read_end, write_end, capacity] = kept_->pipe();
     if (read_end < 0)
       return fail(std::string("cannot create a pipe for the output: ") + std::strerror(errno));
     pipe_read_ = read_end;
@@ -489,6 +489,7 @@ private:
   int pipe_read_ = -1, done_fd_ = -1;
   std::uint64_t pipe_capacity_ = 0;
   std::vector<int> fds_;
+  ThreadFiles *kept_ = nullptr; // the creating thread's files (in-memory links)
   std::vector<std::pair<std::string, std::string>> shown_; // path lld sees -> file name
 };
 

@@ -1,5 +1,7 @@
 #include "linker/thread_files.h"
 
+#include "base/files.h"
+
 #include <cerrno>
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -7,23 +9,6 @@
 #include <utility>
 
 namespace hotlink::detail {
-
-namespace {
-
-bool write_at_start(int fd, const std::vector<std::uint8_t> &bytes) {
-  std::size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = ::pwrite(fd, bytes.data() + done, bytes.size() - done, off_t(done));
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      return false;
-    done += std::size_t(n);
-  }
-  return true;
-}
-
-} // namespace
 
 ThreadFiles &ThreadFiles::mine() {
   thread_local ThreadFiles files;
@@ -42,7 +27,7 @@ int ThreadFiles::hold(std::size_t index, const std::string &name, const std::vec
     memfds_.push_back({fd, 0});
   }
   Memfd &m = memfds_[index];
-  if (!write_at_start(m.fd, bytes) || (m.size > bytes.size() && ::ftruncate(m.fd, off_t(bytes.size())) != 0)) {
+  if (!base::write_all(m.fd, bytes.data(), bytes.size(), 0) || (m.size > bytes.size() && ::ftruncate(m.fd, off_t(bytes.size())) != 0)) {
     int e = errno;
     close_memfds();
     errno = e;

@@ -118,6 +118,7 @@ private:
     std::uint16_t shndx;
     std::uint64_t value, size;
   };
+  bool is_named_global(std::uint32_t i) const;
   bool is_definition(std::uint32_t i) const;
   llvm::StringRef name_of(std::uint32_t i) const;
   template <class Each> void find(llvm::StringRef name, Each each) const;

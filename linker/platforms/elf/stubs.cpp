@@ -33,10 +33,15 @@ std::uint32_t gnu_hash(StringRef name) {
 
 } // namespace
 
-bool SharedLibrary::is_definition(std::uint32_t i) const {
+// A named global (or weak) symbol: one that can define or reference a
+// name (strtab_'s last byte is the NUL added on reading).
+bool SharedLibrary::is_named_global(std::uint32_t i) const {
   const Sym &s = syms_[i];
-  return i >= first_global_ && s.name + 1 < strtab_.size() && (s.info >> 4) != llvm::ELF::STB_LOCAL &&
-         s.shndx != llvm::ELF::SHN_UNDEF;
+  return i >= first_global_ && s.name < strtab_.size() - 1 && (s.info >> 4) != llvm::ELF::STB_LOCAL;
+}
+
+bool SharedLibrary::is_definition(std::uint32_t i) const {
+  return is_named_global(i) && syms_[i].shndx != llvm::ELF::SHN_UNDEF;
 }
 
 StringRef SharedLibrary::name_of(std::uint32_t i) const {
@@ -103,10 +108,9 @@ void SharedLibrary::read_gnu_hash(llvm::ArrayRef<std::uint8_t> table) {
 void SharedLibrary::index_the_rest() {
   std::uint32_t hashed_from = buckets_.empty() ? std::uint32_t(syms_.size()) : symoffset_;
   for (std::uint32_t i = first_global_; i < syms_.size(); ++i) {
-    const Sym &s = syms_[i];
-    if (s.name + 1 >= strtab_.size() || (s.info >> 4) == llvm::ELF::STB_LOCAL)
+    if (!is_named_global(i))
       continue;
-    if (s.shndx == llvm::ELF::SHN_UNDEF) {
+    if (syms_[i].shndx == llvm::ELF::SHN_UNDEF) {
       // lld names a versioned reference of a shared library NAME@VER,
       // which only meets a definition of that exact version.
       std::uint16_t ver = i < versyms_.size() ? versyms_[i] : 1;
@@ -191,9 +195,14 @@ Expected<SharedLibrary> read_shared_library(const std::string &path) {
     lib.syms_.push_back({s.st_name, s.st_info, s.st_other, s.st_shndx, s.st_value, s.st_size});
   // The GNU hash table, when it is whole and names this symbol table
   // (without one, every definition is indexed by name below).
-  if (gnu_hash && obj.getSection(gnu_hash->sh_link).get() == dynsym)
-    if (auto contents = obj.getSectionContents(*gnu_hash))
+  if (gnu_hash) {
+    auto linked = obj.getSection(gnu_hash->sh_link);
+    auto contents = obj.getSectionContents(*gnu_hash);
+    if (linked && *linked == dynsym && contents)
       lib.read_gnu_hash(*contents);
+    llvm::consumeError(linked.takeError()); // a broken table: the index below serves
+    llvm::consumeError(contents.takeError());
+  }
   lib.index_the_rest();
   return lib;
 }
