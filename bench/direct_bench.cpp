@@ -18,7 +18,7 @@
 // - resident memory after 1,000 and after 100,000 small links in one
 //   process (--links N sets the second figure).
 //
-//   direct_bench [--markdown FILE] [--rounds N] [--links N] [--only hotlink|direct N]
+//   direct_bench [--markdown FILE] [--rounds N] [--links N] [--only hotlink|direct|many N]
 #include "bench/bench_support.h"
 #include "linker/service.h"
 #include "loader/hot_module.h"
@@ -164,15 +164,26 @@ std::string many_functions(int n) {
   return s + ".section .note.GNU-stack,\"\",@progbits\n";
 }
 
+std::vector<std::uint8_t> many_functions_object() {
+  return object_of(many_functions(100000), ".s", [](const std::string &s, const std::string &o) {
+    return std::string(HOTLINK_BENCH_LLVM_MC) + " -triple=x86_64-linux-gnu -filetype=obj " + s + " -o " + o;
+  });
+}
+
+hotlink::LinkRequest export_all(const std::vector<std::uint8_t> &object) {
+  hotlink::LinkRequest all;
+  all.inputs = {hotlink::Input::memory("many.o", object)};
+  all.exports = hotlink::ExportPolicy::all();
+  return all;
+}
+
 // The CLI and the many-symbol rows.
 std::vector<Row> process_rows(const std::string &bin, const std::string &dir, const std::vector<std::uint8_t> &small,
                               int rounds) {
   std::string k = dir + "/k.o", many = dir + "/many.o", out = dir + "/out.so";
   std::ofstream(k, std::ios::binary).write(reinterpret_cast<const char *>(small.data()),
                                            static_cast<std::streamsize>(small.size()));
-  std::vector<std::uint8_t> many_bytes = object_of(many_functions(100000), ".s", [](const std::string &s, const std::string &o) {
-    return std::string(HOTLINK_BENCH_LLVM_MC) + " -triple=x86_64-linux-gnu -filetype=obj " + s + " -o " + o;
-  });
+  std::vector<std::uint8_t> many_bytes = many_functions_object();
   std::ofstream(many, std::ios::binary).write(reinterpret_cast<const char *>(many_bytes.data()),
                                               static_cast<std::streamsize>(many_bytes.size()));
   std::string cli = bin + "/hotlink";
@@ -182,9 +193,7 @@ std::vector<Row> process_rows(const std::string &bin, const std::string &dir, co
                            [&] { return run_ms({HOTLINK_BENCH_LD_LLD, "-shared", "-o", out, k}); }));
   auto clang_shared = [&] { return run_ms({HOTLINK_BENCH_CLANG, "-shared", "-fuse-ld=lld", "-o", out, many}); };
   hotlink::LinkService svc;
-  hotlink::LinkRequest all;
-  all.inputs = {hotlink::Input::memory("many.o", many_bytes)};
-  all.exports = hotlink::ExportPolicy::all();
+  hotlink::LinkRequest all = export_all(many_bytes);
   int few = std::max(3, rounds / 4);
   rows.push_back(alternate("100,000 functions exported: in-process `--policy all` / a `clang-22 -shared` process",
                            few, [&] {
@@ -258,6 +267,31 @@ __attribute__((noinline)) void measured_links(HotlinkUser &hl, LldDirect &direct
     std::fprintf(stderr, "%s: %d links, median %.3f ms, mean %.3f ms\n", path.c_str(), n, median(ms), sum / n);
 }
 
+// `--only many N`: N in-process links of the 100,000-function object
+// (`--policy all`), after one untimed; prints the medians of each step.
+int measured_many_links(int n) {
+  std::vector<std::uint8_t> object = many_functions_object();
+  hotlink::LinkService svc;
+  hotlink::LinkRequest all = export_all(object);
+  std::vector<double> total, validate, prepare, lld, publish;
+  for (int i = 0; i <= n; ++i) {
+    auto t0 = Clock::now();
+    hotlink::LinkResult r = svc.link(all);
+    if (!r.ok())
+      return 1;
+    if (i == 0)
+      continue;
+    total.push_back(ms_since(t0));
+    validate.push_back(r.timings.validate_ms);
+    prepare.push_back(r.timings.prepare_ms);
+    lld.push_back(r.timings.link_ms);
+    publish.push_back(r.timings.publish_ms);
+  }
+  std::fprintf(stderr, "many: %d links, median %.3f ms (validate %.3f, prepare %.3f, lld %.3f, publish %.3f)\n", n,
+               median(total), median(validate), median(prepare), median(lld), median(publish));
+  return 0;
+}
+
 int main(int argc, char **argv) {
   std::string markdown, only;
   int rounds = 200, only_n = 0, links = 100000;
@@ -274,6 +308,8 @@ int main(int argc, char **argv) {
       only_n = std::atoi(argv[++i]);
     }
   }
+  if (only == "many")
+    return measured_many_links(only_n);
   std::vector<std::uint8_t> small = compile_object(HOTLINK_BENCH_CLANG, kSmallKernel, "-O2 -fPIC");
   std::vector<std::uint8_t> large = compile_object(HOTLINK_BENCH_CLANG, large_source(), "-O2 -fPIC");
   std::string dir = scratch_dir("direct");

@@ -2,9 +2,6 @@
 
 #include "exports/names.h"
 
-#include "llvm/ADT/CachedHashString.h"
-#include "llvm/ADT/DenseMap.h"
-#include "llvm/ADT/DenseSet.h"
 #include "llvm/Demangle/Demangle.h"
 #include "llvm/Support/GlobPattern.h"
 
@@ -124,9 +121,12 @@ bool any_match(const std::vector<llvm::GlobPattern> &ps, std::string_view s) {
 
 // One selection over the inputs' defined external symbols by C name; a
 // strong definition beats a weak one, else the first wins. JIT objects can
-// carry 10^5 symbols: names are views, and the hash table is built only
-// when the policy walks every symbol; a short export list is looked up by
-// scanning.
+// carry 10^5 symbols: names are views, and when the policy walks every
+// symbol the candidates are ordered by name once (a stable sort: equal
+// names stay in input order), which finds a name by binary search and
+// gives the result its order; a short export list is looked up by
+// scanning. The order takes 4 bytes a candidate, where a hash table of
+// names took 60 (page faults are much of a large link's planning).
 class Selection {
 public:
   Selection(const std::vector<ObjectInfo> &inputs, Format format, Arch arch, bool walks_all)
@@ -139,13 +139,21 @@ public:
       for (const Symbol &s : in.symbols)
         if (s.defined && !s.hidden)
           candidates_.push_back(Candidate{&s, undecorated(format, arch, s.name)});
+    taken_.assign(candidates_.size(), false);
     if (!walks_all_)
       return;
-    defined_.reserve(candidates_.size());
-    for (std::size_t i = 0; i < candidates_.size(); ++i) {
-      auto [it, fresh] = defined_.try_emplace(key(candidates_[i].c_name), i);
-      if (!fresh && candidates_[it->second].sym->weak && !candidates_[i].sym->weak)
-        it->second = i;
+    by_name_.resize(candidates_.size());
+    for (std::uint32_t i = 0; i < by_name_.size(); ++i)
+      by_name_[i] = i;
+    // stable_sort also because std::sort's introsort makes 4x the
+    // comparisons on the names a JIT numbers (f0, f1, ... f99999).
+    std::stable_sort(by_name_.begin(), by_name_.end(),
+                     [&](std::uint32_t a, std::uint32_t b) { return candidates_[a].c_name < candidates_[b].c_name; });
+    winner_.assign(candidates_.size(), false);
+    for (std::size_t r = 0; r < by_name_.size();) {
+      std::size_t end = run_end(r);
+      winner_[by_name_[best_in(r, end)]] = true;
+      r = end;
     }
   }
 
@@ -153,8 +161,12 @@ public:
 
   const Candidate *find(std::string_view name) const {
     if (walks_all_) {
-      auto it = defined_.find(key(name));
-      return it == defined_.end() ? nullptr : &candidates_[it->second];
+      auto it = std::lower_bound(by_name_.begin(), by_name_.end(), name,
+                                 [&](std::uint32_t i, std::string_view n) { return candidates_[i].c_name < n; });
+      std::size_t r = static_cast<std::size_t>(it - by_name_.begin());
+      if (r == by_name_.size() || candidates_[by_name_[r]].c_name != name)
+        return nullptr;
+      return &candidates_[by_name_[best_in(r, run_end(r))]];
     }
     const Candidate *best = nullptr;
     for (const Candidate &c : candidates_)
@@ -162,11 +174,15 @@ public:
         best = &c;
     return best;
   }
-  bool is_winner(const Candidate &c) const { return find(c.c_name) == &c; }
+  bool is_winner(const Candidate &c) const { return walks_all_ ? winner_[index(c)] : find(c.c_name) == &c; }
 
+  // Takes a winner (find's answer): one per name, so a flag per
+  // candidate keeps each name once.
   void take(const Candidate &c) {
-    if (taken_.insert(key(c.c_name)).second)
+    if (!taken_[index(c)]) {
+      taken_[index(c)] = true;
       chosen_.push_back(&c);
+    }
   }
   bool empty() const { return chosen_.empty(); }
 
@@ -188,26 +204,50 @@ public:
     return true;
   }
 
+  // The taken names in name order.
   std::vector<Export> result() {
-    std::sort(chosen_.begin(), chosen_.end(),
-              [](const Candidate *a, const Candidate *b) { return a->c_name < b->c_name; });
     std::vector<Export> out;
     out.reserve(chosen_.size());
+    auto add = [&out](const Candidate &c) {
+      out.push_back(Export{std::string(c.c_name), c.sym->name, c.sym->data && !c.sym->function});
+    };
+    if (walks_all_) {
+      for (std::uint32_t i : by_name_)
+        if (taken_[i])
+          add(candidates_[i]);
+      return out;
+    }
+    std::sort(chosen_.begin(), chosen_.end(),
+              [](const Candidate *a, const Candidate *b) { return a->c_name < b->c_name; });
     for (const Candidate *c : chosen_)
-      out.push_back(Export{std::string(c->c_name), c->sym->name, c->sym->data && !c->sym->function});
+      add(*c);
     return out;
   }
 
 private:
-  static llvm::CachedHashStringRef key(std::string_view n) {
-    return llvm::CachedHashStringRef(llvm::StringRef(n.data(), n.size()));
+  std::size_t index(const Candidate &c) const { return static_cast<std::size_t>(&c - candidates_.data()); }
+  // The end of the run of equal names that starts at by_name_[r].
+  std::size_t run_end(std::size_t r) const {
+    std::size_t e = r + 1;
+    while (e < by_name_.size() && candidates_[by_name_[e]].c_name == candidates_[by_name_[r]].c_name)
+      ++e;
+    return e;
   }
+  // The winner of a run: its first strong definition, else its first.
+  std::size_t best_in(std::size_t r, std::size_t end) const {
+    for (std::size_t i = r; i < end; ++i)
+      if (!candidates_[by_name_[i]].sym->weak)
+        return i;
+    return r;
+  }
+
   Format format_;
   bool walks_all_;
   std::vector<Candidate> candidates_;
-  llvm::DenseMap<llvm::CachedHashStringRef, std::size_t> defined_;
-  std::vector<const Candidate *> chosen_;
-  llvm::DenseSet<llvm::CachedHashStringRef> taken_;
+  std::vector<std::uint32_t> by_name_;    // candidates by name (when walking all)
+  std::vector<bool> winner_;              // by candidate (when walking all)
+  std::vector<bool> taken_;               // by candidate
+  std::vector<const Candidate *> chosen_; // in the order taken
 };
 
 // Every function f with a companion f<suffix>, and its companions.

@@ -41,6 +41,17 @@ LinkResult link(LinkService &service, const std::string &triple, std::vector<Inp
   return service.link(req);
 }
 
+// A defined symbol, as read_object reports one.
+Symbol symbol(std::string name, bool weak, bool function) {
+  Symbol s;
+  s.name = std::move(name);
+  s.defined = true;
+  s.weak = weak;
+  s.function = function;
+  s.data = !function;
+  return s;
+}
+
 // ---------------------------------------------------------------------------
 // Policies.
 
@@ -84,15 +95,6 @@ TEST(Policy, BadGlobIsNamed) {
 // same definition, a strong one over an earlier weak one, and refuse the
 // same missing name.
 TEST(Policy, ShortAndLongExportListsResolveAlike) {
-  auto symbol = [](std::string name, bool weak, bool function) {
-    Symbol s;
-    s.name = std::move(name);
-    s.defined = true;
-    s.weak = weak;
-    s.function = function;
-    s.data = !function;
-    return s;
-  };
   ObjectInfo a, b;
   a.symbols.push_back(symbol("f", /*weak=*/true, /*function=*/false)); // weak data first
   b.symbols.push_back(symbol("f", /*weak=*/false, /*function=*/true)); // strong function wins
@@ -114,6 +116,37 @@ TEST(Policy, ShortAndLongExportListsResolveAlike) {
     auto bad = select_exports({a, b}, Format::ELF, Arch::X86_64, ExportPolicy::list(names));
     ASSERT_FALSE(bad.ok());
     EXPECT_EQ(bad.error().symbol, "missing");
+  }
+}
+
+// "all", entry points and long lists order candidates by name; a name
+// defined in several inputs must still resolve as lld resolves it (the
+// first strong definition, else the first), and the result come out
+// sorted, each name once.
+TEST(Policy, RepeatedNamesResolveAsLldDoesInEveryPolicy) {
+  ObjectInfo a, b, c;
+  a.symbols.push_back(symbol("k", /*weak=*/true, /*function=*/false));  // weak data
+  b.symbols.push_back(symbol("k", /*weak=*/false, /*function=*/true));  // the first strong: wins
+  c.symbols.push_back(symbol("k", /*weak=*/false, /*function=*/false)); // a later strong one
+  a.symbols.push_back(symbol("k_argv", true, true));
+  b.symbols.push_back(symbol("k_argv", true, false)); // all weak: the first wins
+  for (int i = 30; i >= 0; --i) // numbered as a JIT numbers them, out of order
+    c.symbols.push_back(symbol("z" + std::to_string(i), false, true));
+  std::vector<std::string> long_list = {"k", "k_argv"};
+  for (int i = 0; i <= 30; ++i)
+    long_list.push_back("z" + std::to_string(i));
+  for (const ExportPolicy &policy : {ExportPolicy::all(), ExportPolicy{}, ExportPolicy::list(long_list)}) {
+    auto r = select_exports({a, b, c}, Format::ELF, Arch::X86_64, policy);
+    ASSERT_TRUE(r.ok()) << r.error().to_string();
+    const char *mode = to_string(policy.mode);
+    ASSERT_GE(r->size(), 2u) << mode;
+    EXPECT_EQ((*r)[0].name, "k") << mode;
+    EXPECT_FALSE((*r)[0].data) << mode << ": took a definition other than the first strong one";
+    EXPECT_EQ((*r)[1].name, "k_argv") << mode;
+    EXPECT_FALSE((*r)[1].data) << mode << ": took a weak definition other than the first";
+    EXPECT_EQ(r->size(), policy.mode == ExportPolicy::Mode::EntryPoints ? 2u : 33u) << mode;
+    for (std::size_t i = 1; i < r->size(); ++i)
+      EXPECT_LT((*r)[i - 1].name, (*r)[i].name) << mode << ": not sorted, or a name twice";
   }
 }
 
