@@ -163,6 +163,79 @@ TEST(Policy, HiddenSymbolsAreNeverExported) {
 }
 
 // ---------------------------------------------------------------------------
+// "all" on ELF without a version script.
+
+// lld exports every visible definition of a shared link by itself, so when
+// the policy exports just those, hotlink gives lld no version script (for
+// 10^5 names the script was half of lld's work). The image must be the one
+// the script gave: ld.lld-22, run with hotlink's line plus that script.
+TEST(AllPolicy, ElfWithoutAVersionScriptIsTheImageTheScriptGave) {
+  const char *source =
+      "#include <stdio.h>\n"
+      "int counter = 3;\n"
+      "const int table[4] = {1, 2, 3, 4};\n"
+      "int zeroed;\n"
+      "__thread int per_thread = 7;\n"
+      "__attribute__((weak)) int overridable(int x) { return x + 1; }\n"
+      "__attribute__((visibility(\"protected\"))) int guarded(int x) { return x * 2; }\n"
+      "__attribute__((visibility(\"hidden\"))) int helper(int x) { return x - 1; }\n"
+      "extern int maybe_there(int) __attribute__((weak));\n"
+      "static int local_one(int x) { return x * 5; }\n"
+      "int kernel(int x) { printf(\"%d\\n\", x); return helper(x) + local_one(x) + counter + per_thread + table[x & 3] + zeroed"
+      " + (maybe_there ? maybe_there(x) : 0); }\n";
+  std::string dir = test::temp_dir();
+  std::string object = dir + "/all.o";
+  test::write_file(object, test::compile_c("x86_64-linux-gnu", source));
+  for (bool symbolic : {false, true}) {
+    LinkService service;
+    LinkRequest req;
+    req.target = "x86_64-linux-gnu";
+    req.inputs = {Input::file(object)};
+    req.exports = ExportPolicy::all();
+    req.runtime = Runtime::None; // a line of real files only
+    req.elf.symbolic = symbolic;
+    if (symbolic) { // functions only: exported variables would add a --dynamic-list file
+      test::write_file(dir + "/fn.o", test::compile_c("x86_64-linux-gnu", "int f(int x) { return x; }\n"
+                                                                          "int f_argv(void **a) { return f(*(int *)a[0]); }\n"));
+      req.inputs = {Input::file(dir + "/fn.o")};
+    }
+    LinkResult r = service.link(req);
+    ASSERT_TRUE(r.ok()) << r.error->to_string();
+    EXPECT_EQ(r.export_file.rfind("# not passed to lld", 0), 0u) << "hotlink gave lld the version script";
+    std::vector<std::string> line = {HOTLINK_TEST_LLD};
+    for (std::size_t i = 1; i < r.command.size(); ++i) {
+      const std::string &a = r.command[i];
+      if (a == "<scratch>/hotlink.so") {
+        line.push_back(dir + "/reference.so");
+        continue;
+      }
+      ASSERT_EQ(a.find("<scratch>/"), std::string::npos) << "a file only hotlink has: " << a;
+      line.push_back(a);
+    }
+    test::write_file(dir + "/exports.ver", Bytes(r.export_file.begin(), r.export_file.end()));
+    line.push_back("--version-script=" + dir + "/exports.ver");
+    test::Run ld = test::run(line);
+    ASSERT_EQ(ld.code, 0) << ld.err;
+    EXPECT_TRUE(r.artifact == test::read_file(dir + "/reference.so"))
+        << (symbolic ? "with" : "without") << " -Bsymbolic-non-weak: differs from ld.lld's image with the script";
+  }
+}
+
+// A definition the policy leaves out (a name with a '.', an absolute
+// symbol) keeps the script: lld alone would export it.
+TEST(AllPolicy, ElfDefinitionsThePolicyLeavesOutKeepTheScript) {
+  Bytes obj = test::assemble("x86_64-linux-gnu", ".text\n.globl f\n.type f,@function\nf: ret\n"
+                                                 ".globl odd.name\n.type odd.name,@function\nodd.name: ret\n"
+                                                 ".globl seven\n.set seven, 7\n"
+                                                 ".section .note.GNU-stack,\"\",@progbits\n");
+  LinkService service;
+  LinkResult r = link(service, "x86_64-linux-gnu", {Input::memory("k.o", obj)}, ExportPolicy::all());
+  ASSERT_TRUE(r.ok()) << r.error->to_string();
+  EXPECT_EQ(r.export_file.rfind("{", 0), 0u) << r.export_file;
+  EXPECT_EQ(sorted(artifact_exports(r.artifact)), std::vector<std::string>{"f"});
+}
+
+// ---------------------------------------------------------------------------
 // "all" on COFF against CMake's WINDOWS_EXPORT_ALL_SYMBOLS (cmake -E __create_def).
 
 std::set<std::pair<std::string, bool>> cmake_exports(const std::vector<Bytes> &objects) {

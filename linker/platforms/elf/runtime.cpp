@@ -564,6 +564,7 @@ RuntimeLink compute_runtime_link(const RuntimeEnvironment &env,
     for (std::size_t i = 0; i < env.line.size(); ++i)
       (i < env.input_position ? rl.before : rl.after).push_back(plain(env.line[i]));
     rl.used = env.summary;
+    rl.adds_objects = true;
     return rl;
   }
   // The names lld can meet: the inputs', the startup objects' (when they
@@ -610,12 +611,14 @@ RuntimeLink compute_runtime_link(const RuntimeEnvironment &env,
       case RuntimeItem::Kind::Object: // the startup objects
         if (!startup)
           break;
+        rl.adds_objects = true;
         out.push_back(plain(it.text));
         rl.used.push_back(llvm::sys::path::filename(it.text).str());
         break;
       case RuntimeItem::Kind::Archive:
         if (!archive_in[it.index])
           break;
+        rl.adds_objects = true;
         out.push_back(plain(it.text));
         rl.used.push_back(llvm::sys::path::filename(it.text).str());
         break;

@@ -226,6 +226,10 @@ struct RuntimeLink {
   std::vector<JobFile> files; // the stubs
   std::vector<std::pair<std::string, std::string>> display_names;
   std::vector<std::string> used; // file names of what reached lld
+  // Objects or archives reach lld besides the inputs and the stubs (the
+  // startup objects, libgcc.a, libc_nonshared.a, or the line as it is):
+  // their symbols can be exported too.
+  bool adds_objects = false;
 };
 
 struct RuntimeChoice {
