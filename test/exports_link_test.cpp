@@ -201,7 +201,7 @@ TEST(AllPolicy, ElfWithoutAVersionScriptIsTheImageTheScriptGave) {
     }
     LinkResult r = service.link(req);
     ASSERT_TRUE(r.ok()) << r.error->to_string();
-    EXPECT_EQ(r.export_file.rfind("# not passed to lld", 0), 0u) << "hotlink gave lld the version script";
+    EXPECT_NE(r.export_file.find("# not passed to lld"), std::string::npos) << "hotlink gave lld the version script";
     std::vector<std::string> line = {HOTLINK_TEST_LLD};
     for (std::size_t i = 1; i < r.command.size(); ++i) {
       const std::string &a = r.command[i];
@@ -231,7 +231,7 @@ TEST(AllPolicy, ElfDefinitionsThePolicyLeavesOutKeepTheScript) {
   LinkService service;
   LinkResult r = link(service, "x86_64-linux-gnu", {Input::memory("k.o", obj)}, ExportPolicy::all());
   ASSERT_TRUE(r.ok()) << r.error->to_string();
-  EXPECT_EQ(r.export_file.rfind("{", 0), 0u) << r.export_file;
+  EXPECT_EQ(r.export_file.find("# not passed to lld"), std::string::npos) << r.export_file;
   EXPECT_EQ(sorted(artifact_exports(r.artifact)), std::vector<std::string>{"f"});
 }
 

@@ -68,6 +68,9 @@ CxxLibrary cxx_library(const PlanContext &ctx, const SymbolScan &scan) {
 
 namespace {
 
+// The end of LinkResult::export_file when lld got no script.
+constexpr const char *kScriptNotPassed = "# not passed to lld, which exports just these names without it\n";
+
 class ElfLink final : public PlatformLink {
 public:
   std::optional<Error> check_request(const PlanContext &ctx) override {
@@ -167,7 +170,7 @@ public:
         return script.take_error();
       plan.export_file = script.value();
       if (lld_exports_just_these(ctx)) {
-        plan.export_file.insert(0, "# not passed to lld, which exports just these names without it\n");
+        plan.export_file += kScriptNotPassed; // appended: the script has room, a copy would fault
         return dynamic_list(ctx);
       }
       ctx.add_file("exports.ver", plan.export_file);
