@@ -221,6 +221,28 @@ TEST(AllPolicy, ElfWithoutAVersionScriptIsTheImageTheScriptGave) {
   }
 }
 
+// Without the script, an archive's members are still linked for the
+// exports they define (a library of an archive, default policy), and the
+// library serves them to the loader.
+TEST(AllPolicy, ElfArchiveMembersAreLinkedForTheirExportsWithoutTheScript) {
+  std::string archive = test::make_archive(
+      {{"k.o", test::compile_c("x86_64-linux-gnu", "int f(int x) { return x + 1; }\n"
+                                                   "int f_argv(void **a) { return f(*(int *)a[0]); }\n")}});
+  LinkService service;
+  LinkResult r = link(service, "x86_64-linux-gnu", {Input::file(archive)});
+  ASSERT_TRUE(r.ok()) << r.error->to_string();
+  EXPECT_NE(r.export_file.find("# not passed to lld"), std::string::npos) << r.export_file;
+  EXPECT_EQ(sorted(artifact_exports(r.artifact)), (std::vector<std::string>{"f", "f_argv"}));
+  std::string so = test::temp_dir() + "/libk.so";
+  test::write_file(so, r.artifact);
+  void *h = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(h, nullptr) << dlerror();
+  auto f = reinterpret_cast<int (*)(int)>(dlsym(h, "f"));
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f(41), 42);
+  dlclose(h);
+}
+
 // A definition the policy leaves out (a name with a '.', an absolute
 // symbol) keeps the script: lld alone would export it.
 TEST(AllPolicy, ElfDefinitionsThePolicyLeavesOutKeepTheScript) {

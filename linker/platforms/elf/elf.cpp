@@ -171,10 +171,11 @@ public:
       plan.export_file = script.value();
       if (lld_exports_just_these(ctx)) {
         plan.export_file += kScriptNotPassed; // appended: the script has room, a copy would fault
-        return dynamic_list(ctx);
+      } else {
+        ctx.add_file("exports.ver", plan.export_file);
+        a.push_back(in_dir("--version-script=", "exports.ver"));
       }
-      ctx.add_file("exports.ver", plan.export_file);
-      a.push_back(in_dir("--version-script=", "exports.ver"));
+      // Archive members are linked for what is named: the exports are.
       if (ctx.any_archive && !ctx.policy_takes_whole_archives())
         for (const exports::Export &e : plan.exports)
           a.push_back(plain("--undefined=" + e.symbol));
