@@ -187,17 +187,15 @@ const int kLLVMSignals[] = {SIGHUP, SIGINT,  SIGTERM, SIGUSR2, SIGILL, SIGTRAP,
                             SIGXCPU, SIGXFSZ, SIGPIPE, SIGUSR1};
 const int kSentinels[] = {SIGHUP, SIGINT, SIGTERM};
 
+// The bytes of a mask the kernel fills: 64 signals on Linux. glibc's
+// sigset_t has room for 1024 and copies all of it from a buffer the kernel
+// filled only that far, so the bytes beyond differ from call to call (which
+// made every link compare and restore all 16 signals: 54 system calls).
+constexpr std::size_t kKernelMaskBytes = sizeof(sigset_t) < 8 ? sizeof(sigset_t) : 8;
+
 bool same_action(const struct sigaction &a, const struct sigaction &b) {
-  if (a.sa_handler != b.sa_handler || a.sa_flags != b.sa_flags)
-    return false;
-  // Signal by signal: the kernel returns 8 bytes of mask and glibc copies
-  // its whole 128-byte sigset_t from a buffer the kernel filled that far,
-  // so the bytes beyond differ from call to call (which made every link
-  // compare and restore all 16 signals: 54 system calls).
-  for (int sig = 1; sig < NSIG; ++sig)
-    if (sigismember(&a.sa_mask, sig) != sigismember(&b.sa_mask, sig))
-      return false;
-  return true;
+  return a.sa_handler == b.sa_handler && a.sa_flags == b.sa_flags &&
+         std::memcmp(&a.sa_mask, &b.sa_mask, kKernelMaskBytes) == 0;
 }
 
 // Used only with g_lld_mutex held.
