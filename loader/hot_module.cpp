@@ -46,6 +46,44 @@ HotModule::~HotModule() {
     v.reset();
 }
 
+// A record for a new version: an unmapped one's when there is one. A
+// record is never freed while the module lives: pin() may have read it as
+// current_ just before a reload replaced it, and increments its count
+// before it sees that (and gives the pin back). Reused, that count only
+// delays the record's next unmapping; and a pin that finds the reused
+// record current again holds the version it now is, whose entry points
+// were stored before it was published.
+std::unique_ptr<HotModule::Version> HotModule::fresh_record() {
+  if (spare_.empty())
+    return std::make_unique<Version>();
+  std::unique_ptr<Version> v = std::move(spare_.back());
+  spare_.pop_back();
+  v->info = VersionInfo{};
+  v->state.clear();
+  for (auto &slot : v->slots)
+    slot.store(nullptr, std::memory_order_relaxed);
+  v->retired = false;
+  return v;
+}
+
+// Takes back a record whose version is unmapped or was never published.
+void HotModule::recycle(std::unique_ptr<Version> v) {
+  if (!v)
+    return;
+  v->lib.reset();
+  v->forward.reset();
+  spare_.push_back(std::move(v));
+}
+
+// Moves the records of unmapped versions from versions_ to the spares,
+// keeping versions_ oldest first.
+void HotModule::recycle_unmapped() {
+  auto unmapped = std::stable_partition(versions_.begin(), versions_.end(), [](const auto &v) { return v->lib != nullptr; });
+  for (auto it = unmapped; it != versions_.end(); ++it)
+    recycle(std::move(*it));
+  versions_.erase(unmapped, versions_.end());
+}
+
 namespace {
 // Out of line and cold, so the call path keeps its few instructions.
 [[gnu::noinline, gnu::cold]] void wait_for_gate() { std::this_thread::yield(); }
@@ -143,27 +181,29 @@ Expected<std::unique_ptr<HotModule::Version>> HotModule::map_version(const std::
   if (options_.abi)
     if (auto err = check_abi(*lib.value(), options_.metadata_symbol, *options_.abi))
       return *err; // lib unmaps here
-  auto v = std::make_unique<Version>();
-  v->info = VersionInfo{next_number_, identity, name, {}};
-  for (std::size_t i = 0; i < entries_.size(); ++i) {
-    void *p = lib.value()->symbol(entries_[i]);
-    if (!p)
+  void *slots[kMaxEntries] = {};
+  for (std::size_t i = 0; i < entries_.size(); ++i)
+    if (!(slots[i] = lib.value()->symbol(entries_[i])))
       return make_error(ErrorCode::MissingExport, "is not resolvable in the mapped image", name, entries_[i]);
-    v->slots[i].store(p, std::memory_order_relaxed);
-  }
   // 4. Its state variables, where they are mapped.
   auto state = state_variables(bytes, name, lib.value()->base());
   if (!state)
     return state.take_error();
-  v->state = std::move(state.value());
   // 5. Its functions, for forwarding.
+  std::unique_ptr<ForwardImage> forward;
   if (options_.forward_old_versions && forwarding_off_.empty()) {
     auto image = forward_image(bytes, name, *lib.value(), next_number_);
     if (image)
-      v->forward = std::move(image.value());
+      forward = std::move(image.value());
     else
       forwarding_off(image.error().message);
   }
+  std::unique_ptr<Version> v = fresh_record();
+  v->info = VersionInfo{next_number_, identity, name, {}};
+  for (std::size_t i = 0; i < entries_.size(); ++i)
+    v->slots[i].store(slots[i], std::memory_order_relaxed);
+  v->state = std::move(state.value());
+  v->forward = std::move(forward);
   v->lib = std::move(lib.value());
   return v;
 }
@@ -178,21 +218,23 @@ std::optional<Error> HotModule::reload(const std::vector<std::uint8_t> &bytes, c
   Version *old = current_.load();
   static const std::vector<StateVariable> none;
   auto plan = plan_state_carry(old ? old->state : none, v->state, options_.state_mismatch, name);
-  if (!plan)
-    return plan.take_error();
-  if (plan->empty()) { // nothing to carry: nothing waits
+  std::optional<Error> err;
+  if (!plan) {
+    err = plan.take_error();
+  } else if (plan->empty()) { // nothing to carry: nothing waits
     v->info.state = plan->report;
-    if (auto err = run_on_load(*v, old))
-      return err;
-    Version *fresh = v.get();
-    versions_.push_back(std::move(v));
-    publish(fresh, old);
-    return std::nullopt;
+    err = run_on_load(*v, old);
+  } else {
+    err = publish_with_state(old, v.get(), plan.value());
+  }
+  if (err) {
+    recycle(std::move(v)); // the new version unmaps here
+    return err;
   }
   Version *fresh = v.get();
-  if (auto err = publish_with_state(old, fresh, plan.value()))
-    return err; // v (the new version) unmaps here
   versions_.push_back(std::move(v));
+  if (plan->empty())
+    publish(fresh, old);
   return std::nullopt;
 }
 
@@ -315,6 +357,7 @@ std::size_t HotModule::collect_locked() {
     v->lib.reset(); // dlclose
     ++n;
   }
+  recycle_unmapped();
   return n;
 }
 

@@ -30,10 +30,13 @@
 //   file in the image store).
 // - reload(), rollback() and collect() are serialized; calls may come from
 //   any thread at any time. Destroy the module only after calls stopped.
-// - Memory: each version keeps a 600-byte record (plus its names and
-//   reports) until the module is destroyed (its image is unmapped as
-//   above): a late reader may still touch the record of a version it saw a
-//   moment before the swap.
+// - Memory: a version's 600-byte record (plus its names and reports) is
+//   never freed while the module lives, since a late reader may still
+//   touch the record of a version it saw a moment before the swap; once
+//   the version is unmapped, its record serves a later version. So a
+//   module holds as many records as it ever had versions mapped at once,
+//   however many reloads it served, and unmapping walks only the mapped
+//   ones.
 #pragma once
 
 #include "exports/error.h"
@@ -239,6 +242,9 @@ private:
   static Version *gate();
   void retire_locked(Version *v);
   std::size_t collect_locked();
+  std::unique_ptr<Version> fresh_record();
+  void recycle(std::unique_ptr<Version> v);
+  void recycle_unmapped();
   void forward_to(Version *target);
   void forwarding_off(const std::string &why);
   std::vector<ForwardImage *> forwarded_except(const Version *v) const;
@@ -247,7 +253,8 @@ private:
   mutable std::mutex mu_; // reload, rollback, collect, registration
   std::atomic<Version *> current_{nullptr};
   Version *previous_ = nullptr;
-  std::vector<std::unique_ptr<Version>> versions_; // every version ever
+  std::vector<std::unique_ptr<Version>> versions_; // mapped, oldest first
+  std::vector<std::unique_ptr<Version>> spare_;    // records of unmapped versions, reused
   std::vector<std::string> entries_;
   std::atomic<std::uint64_t> generation_{0};
   std::uint64_t next_number_ = 1;
