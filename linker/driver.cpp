@@ -374,25 +374,6 @@ public:
   bool reads_through_fifo() const { return !in_memory_; }
   const std::string &output_path() const { return output_path_; }
 
-  // Reads what the pipe holds now, without blocking; the image is complete
-  // once lld has returned and a last drain() found nothing more.
-  void drain(std::vector<std::uint8_t> &into) const {
-    // Read through a chunk kept per thread: a vector would zero what it
-    // grows into, and a fresh buffer this size would be mapped and
-    // unmapped each time.
-    constexpr std::size_t kChunk = 256u << 10;
-    thread_local std::unique_ptr<std::uint8_t[]> chunk(new std::uint8_t[kChunk]);
-    for (;;) {
-      ssize_t n = ::read(pipe_read_, chunk.get(), kChunk);
-      if (n > 0) {
-        into.insert(into.end(), chunk.get(), chunk.get() + n);
-        continue;
-      }
-      if (n < 0 && errno == EINTR)
-        continue;
-      return; // EAGAIN: empty for now
-    }
-  }
   int pipe_fd() const { return pipe_read_; }
   int done_fd() const { return done_fd_; }
   // The eventfd the lld thread signals when done: made only for a link
@@ -491,11 +472,72 @@ private:
   std::vector<std::pair<std::string, std::string>> shown_; // path lld sees -> file name
 };
 
+// Where an in-memory link's image goes as it leaves the output pipe: into
+// `bytes`, or, for a link that publishes a file (run_in_process's
+// image_fd), spliced into that file, so that the kernel moves the pipe's
+// pages into the file's and the image is never copied into, nor faulted
+// in, this process's memory (7.6 MB for 100,000 exported functions). The
+// pipe is always emptied, even after a write failed: lld must never block
+// on it.
+class ImageSink {
+public:
+  ImageSink(std::vector<std::uint8_t> &bytes, int fd) : bytes_(bytes), fd_(fd) {}
+
+  // Takes what the pipe holds now, without blocking; the image is complete
+  // once lld has returned and a last take() found nothing more.
+  void take(int pipe) {
+    while (fd_ >= 0 && splicing_ && error_ == 0) {
+      ssize_t n = ::splice(pipe, nullptr, fd_, nullptr, 1u << 20, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+      if (n > 0) {
+        written_ += static_cast<std::uint64_t>(n);
+        continue;
+      }
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n < 0 && (errno == EINVAL || errno == ENOSYS))
+        splicing_ = false; // the file system takes no splice: through the chunk below
+      else if (n < 0 && errno != EAGAIN)
+        error_ = errno;
+      else
+        return; // empty for now
+    }
+    // Read through a chunk kept per thread: a vector would zero what it
+    // grows into, and a fresh buffer this size would be mapped and
+    // unmapped each time.
+    constexpr std::size_t kChunk = 256u << 10;
+    thread_local std::unique_ptr<std::uint8_t[]> chunk(new std::uint8_t[kChunk]);
+    for (;;) {
+      ssize_t n = ::read(pipe, chunk.get(), kChunk);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        return; // EAGAIN: empty for now
+      if (fd_ < 0) {
+        bytes_.insert(bytes_.end(), chunk.get(), chunk.get() + n);
+      } else if (error_ == 0) {
+        if (base::write_all(fd_, chunk.get(), static_cast<std::size_t>(n)))
+          written_ += static_cast<std::uint64_t>(n);
+        else
+          error_ = errno ? errno : EIO;
+      }
+    }
+  }
+  std::uint64_t written() const { return written_; }
+  int error() const { return error_; }
+
+private:
+  std::vector<std::uint8_t> &bytes_;
+  int fd_;
+  bool splicing_ = true;
+  std::uint64_t written_ = 0;
+  int error_ = 0;
+};
+
 // Waits for the lld thread's task, draining the pipe as it goes so that an
 // image larger than the pipe never blocks lld: spins first (a link is
 // usually a few hundred microseconds away), then sleeps in poll() on the
 // pipe and on the task's "done" eventfd.
-void wait_draining(LldThread &runner, const Materialized &files, std::vector<std::uint8_t> &into) {
+void wait_draining(LldThread &runner, const Materialized &files, ImageSink &into) {
   auto spin_until = std::chrono::steady_clock::now() + LldThread::spin_wait();
   bool spinning = LldThread::spin_wait().count() > 0;
   for (unsigned i = 1; !runner.done(); ++i) {
@@ -505,13 +547,13 @@ void wait_draining(LldThread &runner, const Materialized &files, std::vector<std
 #endif
       if ((i & 255) != 0)
         continue;
-      files.drain(into);
+      into.take(files.pipe_fd());
       spinning = std::chrono::steady_clock::now() < spin_until;
       continue;
     }
     struct pollfd pfd[2] = {{files.pipe_fd(), POLLIN, 0}, {files.done_fd(), POLLIN, 0}};
     ::poll(pfd, 2, files.done_fd() >= 0 ? -1 : 1);
-    files.drain(into);
+    into.take(files.pipe_fd());
   }
   runner.finish();
 }
@@ -554,7 +596,7 @@ lld::Result call_lld(const std::vector<const char *> &argv, llvm::raw_ostream &o
 // crash recovery on (lld's fatal() would otherwise exit the host), signal
 // dispositions checked, the host's LLVM options out of lld's reach.
 void run_lld(Materialized &files, const std::vector<const char *> &argv, const Job &job,
-             bool on_own_thread, JobOutput &out) {
+             bool on_own_thread, int image_fd, JobOutput &out) {
   llvm::raw_string_ostream out_os(out.out_text), err_os(out.err_text);
   std::lock_guard<std::mutex> lock(g_lld_mutex);
   if (!g_usable.load()) {
@@ -604,7 +646,9 @@ void run_lld(Materialized &files, const std::vector<const char *> &argv, const J
         link();
         out.lld_ms = base::ms_since(l0);
       };
-      out.artifact.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(job.input_bytes, 1ull << 32)) + (64u << 10));
+      ImageSink sink(out.artifact, image_fd);
+      if (image_fd < 0)
+        out.artifact.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(job.input_bytes, 1ull << 32)) + (64u << 10));
       // On the calling thread nobody drains the pipe while lld writes: only
       // for an image that surely fits in it. The bound: twice the inputs
       // with their alignment padding (symbol tables, relocations and hash
@@ -619,9 +663,11 @@ void run_lld(Materialized &files, const std::vector<const char *> &argv, const J
           task();
           files.signal_done();
         });
-        wait_draining(runner, files, out.artifact);
+        wait_draining(runner, files, sink);
       }
-      files.drain(out.artifact);
+      sink.take(files.pipe_fd());
+      out.image_file_bytes = sink.written();
+      out.image_file_errno = sink.error();
       if (out.artifact.capacity() - out.artifact.size() > out.artifact.size() / 2 + (64u << 10))
         out.artifact.shrink_to_fit();
     }
@@ -641,7 +687,7 @@ void run_lld(Materialized &files, const std::vector<const char *> &argv, const J
 
 } // namespace
 
-JobOutput run_in_process(const Job &job, bool on_own_thread) {
+JobOutput run_in_process(const Job &job, bool on_own_thread, int image_fd) {
   JobOutput out;
   Materialized files(job);
   if (!files.create()) {
@@ -653,7 +699,7 @@ JobOutput run_in_process(const Job &job, bool on_own_thread) {
   argv.reserve(args.size());
   for (const std::string &a : args)
     argv.push_back(a.c_str());
-  run_lld(files, argv, job, on_own_thread, out);
+  run_lld(files, argv, job, on_own_thread, image_fd, out);
   files.rename_in(out.out_text);
   files.rename_in(out.err_text);
   // lld-link writes the import library and the PDB as regular files
@@ -668,7 +714,7 @@ JobOutput run_in_process(const Job &job, bool on_own_thread) {
       out.setup_error = std::string("lld wrote no ") + what + " '" + *name + "'";
   }
   // A successful link always writes a non-empty image.
-  if (out.ret_code == 0 && out.artifact.empty())
+  if (out.ret_code == 0 && out.artifact.empty() && out.image_file_bytes == 0 && out.image_file_errno == 0)
     out.setup_error = "lld reported success but wrote no output '" + job.output_name + "'";
   return out;
 }

@@ -88,6 +88,11 @@ struct JobOutput {
   std::vector<std::uint8_t> pdb;
   double link_ms = 0;
   double lld_ms = 0; // lld alone, on whichever thread ran it (in-process ELF links)
+  // With run_in_process's image_fd, an in-memory link's image went into
+  // that file and `artifact` is empty: its size, or the errno of a failed
+  // write (the file then holds part of it).
+  std::uint64_t image_file_bytes = 0;
+  int image_file_errno = 0;
   std::string setup_error; // the scratch dir or output could not be handled
   bool not_run = false;    // in-process lld was already unusable: run elsewhere
 };
@@ -100,8 +105,10 @@ std::string make_scratch(std::string &error, const char *prefix = "hotlink");
 // Runs lld in this process under the process-wide lock: on the calling
 // thread when the image surely fits in the output pipe and the thread has
 // stack to spare, else (or with `on_own_thread`) on hotlink's lld thread
-// (see driver.cpp).
-JobOutput run_in_process(const Job &job, bool on_own_thread = false);
+// (see driver.cpp). With `image_fd` (an open file, empty, at offset 0), an
+// in-memory job's image is written into that file instead of returned;
+// other jobs return it as always.
+JobOutput run_in_process(const Job &job, bool on_own_thread = false, int image_fd = -1);
 
 // False once lld reported it cannot run again.
 bool in_process_usable();

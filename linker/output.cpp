@@ -83,14 +83,22 @@ OutputReservation::~OutputReservation() {
     ::unlink(temp_.c_str());
 }
 
+Error OutputReservation::write_error(int err) const {
+  return make_error(ErrorCode::OutputError, "cannot write '" + temp_ + "': " + std::strerror(err), path_, "-o",
+                    "check free space and permissions of the output directory");
+}
+
 std::optional<Error> OutputReservation::publish(const std::vector<std::uint8_t> &b) {
+  if (!base::write_all(fd_, b.data(), b.size()))
+    return write_error(errno);
+  return commit();
+}
+
+std::optional<Error> OutputReservation::commit() {
   auto fail = [&](const char *what) {
-    return make_error(ErrorCode::OutputError,
-                      std::string(what) + " '" + temp_ + "': " + std::strerror(errno),
+    return make_error(ErrorCode::OutputError, std::string(what) + " '" + temp_ + "': " + std::strerror(errno),
                       path_, "-o", "check free space and permissions of the output directory");
   };
-  if (!base::write_all(fd_, b.data(), b.size()))
-    return fail("cannot write");
   // Like a linker's output: the mode asked for, less the umask (the
   // temporary was created 0600 so nobody reads it half-written).
   ::fchmod(fd_, mode_ & ~process_umask());

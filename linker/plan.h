@@ -87,7 +87,14 @@ public:
   OutputReservation(OutputReservation &&other) noexcept;
   OutputReservation &operator=(OutputReservation &&) = delete;
   ~OutputReservation();
+  // Writes `bytes` into the temporary file and commits it.
   std::optional<Error> publish(const std::vector<std::uint8_t> &bytes);
+  // The temporary file, open for writing (empty, at offset 0, until written).
+  int fd() const { return fd_; }
+  // Gives the written temporary file its mode and renames it over the path.
+  std::optional<Error> commit();
+  // The refusal for a write into the temporary file that failed with `err`.
+  Error write_error(int err) const;
 
 private:
   OutputReservation() = default;

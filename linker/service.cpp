@@ -73,6 +73,14 @@ struct Reruns {
   bool every_error = false;
 };
 
+// An artifact that an in-process link writes straight into its reserved
+// output file instead of returning its bytes; `written` once it did (a
+// worker's link returns bytes, published as always).
+struct ImageFile {
+  OutputReservation *file = nullptr;
+  bool written = false;
+};
+
 struct LinkService::Impl {
   std::string worker_exe;
   unsigned max_workers;
@@ -102,9 +110,10 @@ struct LinkService::Impl {
   std::shared_ptr<cache::Cache> cache;
 
   Expected<Slot> acquire(Execution mode, bool needs_worker);
-  std::optional<Error> run(const LinkRequest &req, const Plan &plan, LinkResult &res, Reruns reruns = {});
+  std::optional<Error> run(const LinkRequest &req, const Plan &plan, LinkResult &res, Reruns reruns = {},
+                           ImageFile *image = nullptr);
   std::optional<Error> rerun_after_failure(const LinkRequest &req, const Plan &plan, LinkResult &res,
-                                           std::size_t planned, Reruns reruns, int ret_code);
+                                           std::size_t planned, Reruns reruns, int ret_code, ImageFile *image);
   void release(Slot slot);
   LinkResult link(const LinkRequest &req);
   std::optional<Error> link_cached(const LinkRequest &req, const Plan &plan, LinkResult &res);
@@ -157,10 +166,10 @@ void LinkService::Impl::release(Slot slot) {
   cv.notify_all();
 }
 
-// Runs the planned link (in-process or in a worker); fills res.artifact,
-// res.implib and lld's diagnostics.
+// Runs the planned link (in-process or in a worker); fills res.artifact
+// (or, in-process, `image`'s file), res.implib and lld's diagnostics.
 std::optional<Error> LinkService::Impl::run(const LinkRequest &req, const Plan &plan,
-                                            LinkResult &res, Reruns reruns) {
+                                            LinkResult &res, Reruns reruns, ImageFile *image) {
   const std::size_t planned = res.diagnostics.size(); // planning's, before lld's
   res.command.clear();
   res.command.push_back(plan.job.flavor);
@@ -173,7 +182,7 @@ std::optional<Error> LinkService::Impl::run(const LinkRequest &req, const Plan &
       return slot.take_error();
     if (slot->in_process) {
       res.executed_by = "in-process";
-      out = run_in_process(plan.job, lld_on_own_thread);
+      out = run_in_process(plan.job, lld_on_own_thread, image ? image->file->fd() : -1);
       release(std::move(slot.value()));
       if (out.not_run && attempt == 0)
         continue; // lld became unusable meanwhile: a worker takes it
@@ -199,8 +208,12 @@ std::optional<Error> LinkService::Impl::run(const LinkRequest &req, const Plan &
     return make_error(ErrorCode::OutputError, out.setup_error, {}, {},
                       "check free space in the scratch directory "
                       "(/dev/shm, or set HOTLINK_TMPDIR)");
+  if (out.image_file_errno != 0)
+    return image->file->write_error(out.image_file_errno);
   if (out.ret_code != 0)
-    return rerun_after_failure(req, plan, res, planned, reruns, out.ret_code);
+    return rerun_after_failure(req, plan, res, planned, reruns, out.ret_code, image);
+  if (image)
+    image->written = out.image_file_bytes != 0;
   res.artifact = std::move(out.artifact);
   res.implib = std::move(out.implib);
   res.pdb = std::move(out.pdb);
@@ -213,7 +226,7 @@ std::optional<Error> LinkService::Impl::run(const LinkRequest &req, const Plan &
 // this way); else the failure, classified.
 std::optional<Error> LinkService::Impl::rerun_after_failure(const LinkRequest &req, const Plan &plan,
                                                             LinkResult &res, std::size_t planned, Reruns reruns,
-                                                            int ret_code) {
+                                                            int ret_code, ImageFile *image) {
   std::vector<Diagnostic> lld_said(res.diagnostics.begin() + static_cast<std::ptrdiff_t>(planned),
                                    res.diagnostics.end());
   Plan again = plan;
@@ -222,13 +235,13 @@ std::optional<Error> LinkService::Impl::rerun_after_failure(const LinkRequest &r
     res.diagnostics.resize(planned);
     res.diagnostics.insert(res.diagnostics.end(), changes.begin(), changes.end());
     ++reruns.revisions;
-    return run(req, again, res, reruns);
+    return run(req, again, res, reruns, image);
   }
   if (!reruns.every_error && needs_every_error(lld_said)) {
     again.job.args.push_back(Arg{"--error-limit=0", false, {}, {}});
     res.diagnostics.resize(planned);
     reruns.every_error = true;
-    return run(req, again, res, reruns);
+    return run(req, again, res, reruns, image);
   }
   return link_error(res.diagnostics, plan, req, "lld failed (exit code " + std::to_string(ret_code) + ")");
 }
@@ -280,7 +293,8 @@ Expected<Outputs> reserve_outputs(const LinkRequest &req, const Plan &plan) {
 
 // The companions first, the artifact last: whoever sees the artifact can
 // rely on its .def, import library and PDB being there.
-std::optional<Error> publish(Outputs &o, const LinkRequest &req, const Plan &plan, LinkResult &res) {
+std::optional<Error> publish(Outputs &o, const LinkRequest &req, const Plan &plan, bool image_written,
+                             LinkResult &res) {
   if (o.def) {
     std::vector<std::uint8_t> text(res.export_file.begin(), res.export_file.end());
     if (auto err = o.def->publish(text))
@@ -300,7 +314,7 @@ std::optional<Error> publish(Outputs &o, const LinkRequest &req, const Plan &pla
     res.pdb.clear();
   }
   if (o.artifact) {
-    if (auto err = o.artifact->publish(res.artifact))
+    if (auto err = image_written ? o.artifact->commit() : o.artifact->publish(res.artifact))
       return err;
     res.artifact_path = req.output_path;
     res.artifact.clear();
@@ -376,10 +390,13 @@ LinkResult LinkService::Impl::link(const LinkRequest &req) {
   auto outputs = reserve_outputs(req, *plan);
   if (!outputs)
     return finish(outputs.take_error());
-  if (auto err = caching ? link_cached(req, *plan, res) : run(req, *plan, res))
+  // Without a cache (which stores bytes), an in-process link writes the
+  // artifact straight into its output file.
+  ImageFile image{outputs->artifact ? &*outputs->artifact : nullptr};
+  if (auto err = caching ? link_cached(req, *plan, res) : run(req, *plan, res, {}, image.file ? &image : nullptr))
     return finish(std::move(err));
   auto t1 = base::Clock::now();
-  if (auto err = publish(*outputs, req, *plan, res))
+  if (auto err = publish(*outputs, req, *plan, image.written, res))
     return finish(std::move(err));
   res.timings.publish_ms = base::ms_since(t1);
   return finish(std::nullopt);

@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <dlfcn.h>
 #include <filesystem>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <fcntl.h>
 #include <thread>
@@ -404,24 +405,97 @@ TEST(Host, LargeLinksDoNotPileUpLldsThreadLocals) {
   RecordProperty("rss_growth_links_3_to_15_kib", std::to_string(after15 - after3));
 }
 
+// A kernel's object, and with `large` a 2 MiB image (a section aligned to
+// 2 MiB): larger than the output pipe.
+LinkRequest assembled_request(bool large) {
+  std::string data = large ? ".data\n.p2align 21\n.globl big\nbig:\n.byte 1\n" : ".data\n.globl big\nbig:\n.byte 1\n";
+  LinkRequest req;
+  req.target = "x86_64-linux-gnu";
+  req.inputs = {Input::memory("kernel.o", test::assemble("x86_64-linux-gnu",
+                                                         ".text\n.globl kernel\n.type kernel,@function\nkernel:\n"
+                                                         "  leal 1(%rdi), %eax\n  ret\n" + data +
+                                                             ".section .note.GNU-stack,\"\",@progbits\n"))};
+  req.exports = ExportPolicy::list({"kernel", "big"});
+  return req;
+}
+
 // lld writes the image into a pipe with one write(); on the calling thread
 // nobody drains it, so an image larger than the pipe (1 MiB) would block
 // the host's thread forever. A section aligned to 2 MiB makes a small
 // kernel's image 2 MiB: the link must finish, with the whole image.
 TEST(Host, AnImageLargerThanTheOutputPipeDoesNotBlockTheCaller) {
-  test::Bytes obj = test::assemble("x86_64-linux-gnu",
-                                   ".text\n.globl kernel\n.type kernel,@function\nkernel:\n  leal 1(%rdi), %eax\n"
-                                   "  ret\n.data\n.p2align 21\n.globl big\nbig:\n.byte 1\n"
-                                   ".section .note.GNU-stack,\"\",@progbits\n");
-  LinkRequest req;
-  req.target = "x86_64-linux-gnu";
-  req.inputs = {Input::memory("aligned.o", obj)};
-  req.exports = ExportPolicy::list({"kernel", "big"});
+  LinkRequest req = assembled_request(true);
   LinkService service;
   LinkResult r = service.link(req);
   ASSERT_TRUE(r.ok()) << r.error->to_string();
   EXPECT_GT(r.artifact.size(), 2u << 20);
   EXPECT_EQ(r.executed_by, "in-process");
+}
+
+// A link with an output path writes the image straight into its file (the
+// pipe spliced into it): the file holds the bytes the same link returns in
+// memory, for an image linked on the calling thread and for one larger
+// than the pipe (lld on its thread, the caller draining), and it loads
+// and runs.
+TEST(Host, AnImagePublishedToAPathIsTheImageTheLinkReturns) {
+  LinkService service;
+  std::string dir = test::temp_dir();
+  for (LinkRequest req : {assembled_request(false), assembled_request(true)}) {
+    req.output_path = dir + "/k.so";
+    req.elf.soname = "k.so"; // as in memory, where the name comes from no path
+    LinkResult in_memory = service.link([&] { LinkRequest r = req; r.output_path.clear(); return r; }());
+    ASSERT_TRUE(in_memory.ok()) << in_memory.error->to_string();
+    LinkResult published = service.link(req);
+    ASSERT_TRUE(published.ok()) << published.error->to_string();
+    EXPECT_EQ(published.executed_by, "in-process");
+    EXPECT_EQ(published.artifact_path, req.output_path);
+    EXPECT_TRUE(published.artifact.empty());
+    EXPECT_EQ(test::read_file(req.output_path), in_memory.artifact);
+    EXPECT_EQ(test::count_entries(dir), 1u) << "a temporary file was left beside the artifact";
+    struct stat st;
+    ASSERT_EQ(::stat(req.output_path.c_str(), &st), 0);
+    mode_t mask = ::umask(0);
+    ::umask(mask);
+    EXPECT_EQ(st.st_mode & 0777, 0755u & ~mask);
+    void *h = dlopen(req.output_path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    ASSERT_NE(h, nullptr) << dlerror();
+    auto kernel = reinterpret_cast<int (*)(int)>(dlsym(h, "kernel"));
+    ASSERT_NE(kernel, nullptr);
+    EXPECT_EQ(kernel(41), 42);
+    dlclose(h);
+    ::unlink(req.output_path.c_str());
+  }
+}
+
+// The output file cannot take the whole image (here a 1 MiB file size
+// limit, as a full disk would refuse it): the link fails naming the path,
+// leaves no file behind, and the next link runs (lld never blocked on the
+// pipe it was writing). The 2 MiB input is a file, which lld reads where
+// it is (an in-memory one would hit the limit first, in memory).
+TEST(Host, AnImageThatCannotBeWrittenLeavesNothingBehind) {
+  LinkService service;
+  std::string dir = test::temp_dir(), in = test::temp_dir() + "/kernel.o";
+  LinkRequest req = assembled_request(true);
+  test::write_file(in, req.inputs[0].bytes);
+  req.inputs = {Input::file(in)};
+  req.output_path = dir + "/k.so";
+  struct rlimit before;
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &before), 0);
+  struct rlimit small = before;
+  small.rlim_cur = 1u << 20;
+  auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
+  LinkResult r = service.link(req);
+  setrlimit(RLIMIT_FSIZE, &before);
+  std::signal(SIGXFSZ, old_handler);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error->code, ErrorCode::OutputError);
+  EXPECT_EQ(r.error->input, req.output_path) << r.error->to_string();
+  EXPECT_NE(r.error->message.find("too large"), std::string::npos) << r.error->message;
+  EXPECT_EQ(test::count_entries(dir), 0u) << "a partial artifact was left";
+  LinkResult again = service.link(req);
+  ASSERT_TRUE(again.ok()) << again.error->to_string();
+  EXPECT_GT(test::read_file(req.output_path).size(), 2u << 20);
 }
 
 // The frame the service sends a worker carries every field (borrowed input
