@@ -244,8 +244,8 @@ int worker_main() {
   int proto_out = ::dup(STDOUT_FILENO);
   ::dup2(STDERR_FILENO, STDOUT_FILENO);
   const auto forever = std::chrono::steady_clock::time_point::max();
+  std::string frame; // kept: the next job's frame reuses it
   for (;;) {
-    std::string frame;
     if (read_frame(STDIN_FILENO, frame, forever) != ReadStatus::Ok)
       return 0; // the service closed the pipe
     Job job;

@@ -2,19 +2,16 @@
 // layer over the public API (one file each, parsed with CLI11); --json
 // prints the same result for scripts. Exit codes: cli.h.
 #include "tools/cli.h"
+#include "base/batch_memory.h"
 
 #include "llvm/Support/Allocator.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Error.h"
 
-#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <malloc.h>
 #include <string>
-#include <sys/mman.h>
-#include <unistd.h>
 #include <vector>
 
 namespace {
@@ -50,28 +47,10 @@ const CommandEntry kCommands[] = {
     {"keygen", hotlink::cli::keygen}, {"sign", hotlink::cli::sign},
 };
 
-// A CLI run is one link and an exit, so memory freed mid-link is wanted
-// again at once: malloc keeps it (no trim, no mmap of its own per large
-// block), and its heap is asked for transparent huge pages (the kernel's
-// default policy is madvise). Page faults are most of a large link's
-// system time: 100,000 exported functions took 26,500 faults, 8,000 so.
-void allocate_as_a_batch_process() {
-  mallopt(M_MMAP_THRESHOLD, 32 << 20);
-  mallopt(M_TRIM_THRESHOLD, 512 << 20);
-  mallopt(M_TOP_PAD, 16 << 20);
-  constexpr std::uintptr_t kHuge = 2u << 20;
-  auto from = (reinterpret_cast<std::uintptr_t>(::sbrk(0)) + kHuge - 1) & ~(kHuge - 1);
-  void *volatile grow = std::malloc(16u << 20); // the heap grows by this and the pad, which stay
-  std::free(grow);
-  auto to = reinterpret_cast<std::uintptr_t>(::sbrk(0)) & ~(kHuge - 1);
-  if (to > from) // later growth extends the same mapping, and its advice
-    (void)::madvise(reinterpret_cast<void *>(from), to - from, MADV_HUGEPAGE);
-}
-
 } // namespace
 
 int main(int argc_in, char **argv_in) {
-  allocate_as_a_batch_process();
+  hotlink::base::allocate_as_a_batch_process(); // one link, then an exit
   // @FILE arguments are replaced by FILE's contents, split and quoted as lld
   // and GCC do (GNU rules: quotes, backslash escapes, nested @files).
   llvm::BumpPtrAllocator alloc;
