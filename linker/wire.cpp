@@ -48,9 +48,13 @@ struct Reader {
     pos += n;
     return v;
   }
-  std::vector<std::uint8_t> bytes() {
-    std::string v = str();
-    return std::vector<std::uint8_t>(v.begin(), v.end());
+  std::vector<std::uint8_t> bytes() { // copied once, straight from the frame
+    std::uint64_t n = num();
+    if (!ok || n > s.size() - pos)
+      return ok = false, std::vector<std::uint8_t>();
+    auto *p = reinterpret_cast<const std::uint8_t *>(s.data()) + pos;
+    pos += n;
+    return std::vector<std::uint8_t>(p, p + n);
   }
   // A count of items that each take at least `min` bytes.
   std::uint64_t count(std::size_t min) {
@@ -70,6 +74,10 @@ constexpr std::uint64_t kOutputMagic = 0x3274756f6b6c6800ull; // "\0hlkout2"
 
 std::string encode(const Job &job) {
   Writer w;
+  std::size_t files = 0;
+  for (const JobFile &f : job.files)
+    files += f.bytes().size() + f.name.size() + 16;
+  w.s.reserve(files + 64 * job.args.size() + 256); // one allocation, not a doubling series of copies
   w.num(kJobMagic);
   w.str(job.flavor);
   w.num(job.args.size());
@@ -122,6 +130,8 @@ bool decode(const std::string &bytes, Job &job) {
 
 std::string encode(const JobOutput &out) {
   Writer w;
+  w.s.reserve(out.artifact.size() + out.implib.size() + out.pdb.size() + out.out_text.size() + out.err_text.size() +
+              out.setup_error.size() + 128);
   w.num(kOutputMagic);
   w.num(static_cast<std::uint32_t>(out.ret_code));
   w.num(out.can_run_again);

@@ -83,6 +83,7 @@ ReadStatus read_exact(int fd, char *buf, std::size_t n,
 }
 
 constexpr std::uint64_t kMaxFrame = 4ull << 30; // 4 GiB
+constexpr std::size_t kKeptReplyBytes = 4u << 20; // a reply buffer kept for the next link, at most
 
 ReadStatus read_frame(int fd, std::string &payload,
                       std::chrono::steady_clock::time_point deadline) {
@@ -193,9 +194,8 @@ Expected<JobOutput> Worker::run(const Job &job,
     return die(ErrorCode::WorkerFailed, "the worker is not running");
   if (!write_frame(p.to_child.native_sink(), encode(job)))
     return die(ErrorCode::WorkerFailed, "the worker closed its input");
-  std::string reply;
   auto deadline = std::chrono::steady_clock::now() + timeout;
-  switch (read_frame(p.from_child.native_source(), reply, deadline)) {
+  switch (read_frame(p.from_child.native_source(), reply_, deadline)) {
   case ReadStatus::Ok:
     break;
   case ReadStatus::Timeout:
@@ -207,7 +207,10 @@ Expected<JobOutput> Worker::run(const Job &job,
     return die(ErrorCode::WorkerFailed, "the worker died during the link");
   }
   JobOutput out;
-  if (!decode(reply, out))
+  bool garbled = !decode(reply_, out);
+  if (reply_.capacity() > kKeptReplyBytes)
+    std::string().swap(reply_); // a large image's frame is not held between links
+  if (garbled)
     return die(ErrorCode::WorkerFailed, "the worker sent a garbled reply");
   if (!out.can_run_again)
     alive_ = false; // it exits after this reply

@@ -27,6 +27,7 @@ private:
   struct Process;
   std::unique_ptr<Process> proc_;
   bool alive_ = false;
+  std::string reply_; // kept (up to 4 MiB): the next reply's frame reuses its pages
 };
 
 // The hotlink-ld to start: `configured` if set, else $HOTLINK_WORKER, else
