@@ -11,6 +11,7 @@
 #include "base/files.h"
 #include "linker/lld_arenas.h"
 #include "linker/llvm_options.h"
+#include "linker/image_sink.h"
 #include "linker/thread_files.h"
 
 #include "lld/Common/Driver.h"
@@ -470,67 +471,6 @@ private:
   std::vector<int> fds_;
   ThreadFiles *kept_ = nullptr; // the creating thread's files (in-memory links)
   std::vector<std::pair<std::string, std::string>> shown_; // path lld sees -> file name
-};
-
-// Where an in-memory link's image goes as it leaves the output pipe: into
-// `bytes`, or, for a link that publishes a file (run_in_process's
-// image_fd), spliced into that file, so that the kernel moves the pipe's
-// pages into the file's and the image is never copied into, nor faulted
-// in, this process's memory (7.6 MB for 100,000 exported functions). The
-// pipe is always emptied, even after a write failed: lld must never block
-// on it.
-class ImageSink {
-public:
-  ImageSink(std::vector<std::uint8_t> &bytes, int fd) : bytes_(bytes), fd_(fd) {}
-
-  // Takes what the pipe holds now, without blocking; the image is complete
-  // once lld has returned and a last take() found nothing more.
-  void take(int pipe) {
-    while (fd_ >= 0 && splicing_ && error_ == 0) {
-      ssize_t n = ::splice(pipe, nullptr, fd_, nullptr, 1u << 20, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
-      if (n > 0) {
-        written_ += static_cast<std::uint64_t>(n);
-        continue;
-      }
-      if (n < 0 && errno == EINTR)
-        continue;
-      if (n < 0 && (errno == EINVAL || errno == ENOSYS))
-        splicing_ = false; // the file system takes no splice: through the chunk below
-      else if (n < 0 && errno != EAGAIN)
-        error_ = errno;
-      else
-        return; // empty for now
-    }
-    // Read through a chunk kept per thread: a vector would zero what it
-    // grows into, and a fresh buffer this size would be mapped and
-    // unmapped each time.
-    constexpr std::size_t kChunk = 256u << 10;
-    thread_local std::unique_ptr<std::uint8_t[]> chunk(new std::uint8_t[kChunk]);
-    for (;;) {
-      ssize_t n = ::read(pipe, chunk.get(), kChunk);
-      if (n < 0 && errno == EINTR)
-        continue;
-      if (n <= 0)
-        return; // EAGAIN: empty for now
-      if (fd_ < 0) {
-        bytes_.insert(bytes_.end(), chunk.get(), chunk.get() + n);
-      } else if (error_ == 0) {
-        if (base::write_all(fd_, chunk.get(), static_cast<std::size_t>(n)))
-          written_ += static_cast<std::uint64_t>(n);
-        else
-          error_ = errno ? errno : EIO;
-      }
-    }
-  }
-  std::uint64_t written() const { return written_; }
-  int error() const { return error_; }
-
-private:
-  std::vector<std::uint8_t> &bytes_;
-  int fd_;
-  bool splicing_ = true;
-  std::uint64_t written_ = 0;
-  int error_ = 0;
 };
 
 // Waits for the lld thread's task, draining the pipe as it goes so that an
