@@ -83,10 +83,12 @@ OutputReservation::~OutputReservation() {
     ::unlink(temp_.c_str());
 }
 
-Error OutputReservation::write_error(int err) const {
-  return make_error(ErrorCode::OutputError, "cannot write '" + temp_ + "': " + std::strerror(err), path_, "-o",
-                    "check free space and permissions of the output directory");
+Error OutputReservation::failed(const char *what, int err) const {
+  return make_error(ErrorCode::OutputError, std::string(what) + " '" + temp_ + "': " + std::strerror(err), path_,
+                    "-o", "check free space and permissions of the output directory");
 }
+
+Error OutputReservation::write_error(int err) const { return failed("cannot write", err); }
 
 std::optional<Error> OutputReservation::publish(const std::vector<std::uint8_t> &b) {
   if (!base::write_all(fd_, b.data(), b.size()))
@@ -95,19 +97,15 @@ std::optional<Error> OutputReservation::publish(const std::vector<std::uint8_t> 
 }
 
 std::optional<Error> OutputReservation::commit() {
-  auto fail = [&](const char *what) {
-    return make_error(ErrorCode::OutputError, std::string(what) + " '" + temp_ + "': " + std::strerror(errno),
-                      path_, "-o", "check free space and permissions of the output directory");
-  };
   // Like a linker's output: the mode asked for, less the umask (the
   // temporary was created 0600 so nobody reads it half-written).
   ::fchmod(fd_, mode_ & ~process_umask());
   int rc = ::close(fd_);
   fd_ = -1;
   if (rc != 0)
-    return fail("cannot close");
+    return failed("cannot close", errno);
   if (::rename(temp_.c_str(), path_.c_str()) != 0)
-    return fail("cannot rename");
+    return failed("cannot rename", errno);
   temp_.clear();
   return std::nullopt;
 }

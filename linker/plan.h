@@ -98,6 +98,7 @@ public:
 
 private:
   OutputReservation() = default;
+  Error failed(const char *what, int err) const;
   std::string path_, temp_;
   int fd_ = -1;
   unsigned mode_ = 0755;

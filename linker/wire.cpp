@@ -40,21 +40,25 @@ struct Reader {
     pos += 8;
     return v;
   }
-  std::string str() {
-    std::uint64_t n = num();
+  // A length-prefixed field, in place: its start, or nullptr (ok cleared)
+  // when the frame is shorter than it says.
+  const char *field(std::uint64_t &n) {
+    n = num();
     if (!ok || n > s.size() - pos)
-      return ok = false, std::string();
-    std::string v = s.substr(pos, n);
+      return ok = false, n = 0, nullptr;
+    const char *p = s.data() + pos;
     pos += n;
-    return v;
+    return p;
+  }
+  std::string str() {
+    std::uint64_t n;
+    const char *p = field(n);
+    return p ? std::string(p, n) : std::string();
   }
   std::vector<std::uint8_t> bytes() { // copied once, straight from the frame
-    std::uint64_t n = num();
-    if (!ok || n > s.size() - pos)
-      return ok = false, std::vector<std::uint8_t>();
-    auto *p = reinterpret_cast<const std::uint8_t *>(s.data()) + pos;
-    pos += n;
-    return std::vector<std::uint8_t>(p, p + n);
+    std::uint64_t n;
+    auto *p = reinterpret_cast<const std::uint8_t *>(field(n));
+    return p ? std::vector<std::uint8_t>(p, p + n) : std::vector<std::uint8_t>();
   }
   // A count of items that each take at least `min` bytes.
   std::uint64_t count(std::size_t min) {

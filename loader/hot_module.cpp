@@ -78,10 +78,13 @@ void HotModule::recycle(std::unique_ptr<Version> v) {
 // Moves the records of unmapped versions from versions_ to the spares,
 // keeping versions_ oldest first.
 void HotModule::recycle_unmapped() {
-  auto unmapped = std::stable_partition(versions_.begin(), versions_.end(), [](const auto &v) { return v->lib != nullptr; });
-  for (auto it = unmapped; it != versions_.end(); ++it)
-    recycle(std::move(*it));
-  versions_.erase(unmapped, versions_.end());
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < versions_.size(); ++i)
+    if (!versions_[i]->lib)
+      recycle(std::move(versions_[i]));
+    else if (kept++ != i)
+      versions_[kept - 1] = std::move(versions_[i]);
+  versions_.resize(kept);
 }
 
 namespace {
