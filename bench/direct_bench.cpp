@@ -16,7 +16,10 @@
 //   through the CLI, against a `clang-22 -shared -fuse-ld=lld` process
 //   (which exports everything too);
 // - resident memory after 1,000 and after 100,000 small links in one
-//   process (--links N sets the second figure).
+//   process (--links N sets the second figure);
+// - a process's first link on each path, in fresh processes, alternating
+//   (`--first hotlink|direct OBJECT DIR` is one such process: it prints
+//   the ms of its one link).
 //
 //   direct_bench [--markdown FILE] [--rounds N] [--links N] [--only hotlink|direct|many N]
 #include "bench/bench_support.h"
@@ -250,6 +253,47 @@ Row compare(const std::string &name, HotlinkUser &hl, LldDirect &direct, const s
 
 } // namespace
 
+// `--first hotlink|direct OBJECT DIR`: the first link of this process on
+// one path (the service and module made first, as a host makes them at
+// start); prints its ms.
+int first_link(const std::string &path, const std::string &object_path, const std::string &dir) {
+  std::ifstream in(object_path, std::ios::binary);
+  std::vector<std::uint8_t> object((std::istreambuf_iterator<char>(in)), {});
+  if (object.empty())
+    return 1;
+  double ms = -1;
+  if (path == "hotlink") {
+    HotlinkUser hl;
+    ms = hl.link_and_call(object, true);
+  } else {
+    LldDirect direct(dir);
+    ms = direct.link_and_call(object, true);
+  }
+  if (ms < 0)
+    return 1;
+  std::printf("%.3f\n", ms);
+  return 0;
+}
+
+// Medians of `runs` fresh processes' first links, each path in turn.
+Row first_link_row(const std::string &self, const std::string &dir, const std::vector<std::uint8_t> &small,
+                   int runs) {
+  std::string k = dir + "/first.o", out = dir + "/first.txt";
+  std::ofstream(k, std::ios::binary).write(reinterpret_cast<const char *>(small.data()),
+                                           static_cast<std::streamsize>(small.size()));
+  auto one = [&](const char *path) {
+    std::vector<llvm::StringRef> argv = {self, "--first", path, k, dir};
+    std::optional<llvm::StringRef> redirects[] = {std::nullopt, llvm::StringRef(out), std::nullopt};
+    if (llvm::sys::ExecuteAndWait(self, argv, std::nullopt, redirects, 60) != 0)
+      return -1.0;
+    double ms = -1;
+    std::ifstream(out) >> ms;
+    return ms;
+  };
+  return alternate("a process's first link (small kernel, fresh processes)", runs, [&] { return one("hotlink"); },
+                   [&] { return one("direct"); });
+}
+
 // `--only hotlink|direct N`: N links of the small kernel on one path, for
 // callgrind (--toggle-collect=measured_links*), perf or strace.
 __attribute__((noinline)) void measured_links(HotlinkUser &hl, LldDirect &direct, const std::string &path, int n,
@@ -310,6 +354,8 @@ int main(int argc, char **argv) {
   }
   if (only == "many")
     return measured_many_links(only_n);
+  if (argc == 5 && std::string(argv[1]) == "--first")
+    return first_link(argv[2], argv[3], argv[4]);
   std::vector<std::uint8_t> small = compile_object(HOTLINK_BENCH_CLANG, kSmallKernel, "-O2 -fPIC");
   std::vector<std::uint8_t> large = compile_object(HOTLINK_BENCH_CLANG, large_source(), "-O2 -fPIC");
   std::string dir = scratch_dir("direct");
@@ -332,7 +378,9 @@ int main(int argc, char **argv) {
   rows.push_back(compare("~150 KB object, back to back", hl, direct, large, false, rounds / 2, 0));
   rows.push_back(compare("~150 KB object, 10 ms apart", hl, direct, large, false, std::max(rounds / 5, 10), 10));
 
-  std::string bin = llvm::sys::path::parent_path(llvm::sys::fs::getMainExecutable(argv[0], (void *)&main)).str();
+  std::string self = llvm::sys::fs::getMainExecutable(argv[0], (void *)&main);
+  std::string bin = llvm::sys::path::parent_path(self).str();
+  rows.push_back(first_link_row(self, dir, small, std::max(rounds / 20, 5)));
   std::vector<Row> others = process_rows(bin, dir, small, std::max(rounds / 10, 8));
   auto [rss1k, rss_n] = rss_over_links(small, links);
 

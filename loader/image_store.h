@@ -16,7 +16,9 @@
 // - The store is bounded: past `keep_max_bytes`, or for images older than
 //   `keep_max_age`, the oldest images are removed first, never one this
 //   process has mapped. Checked when a process first writes to the store
-//   and whenever its own writes pass the bound again.
+//   if no process did so in the last hour (STORE/.pruned's mtime: the walk
+//   stats every image, which a process's first load should not wait for),
+//   and whenever its own writes pass a quarter of the bound.
 // - Off (HOTLINK_KEEP_IMAGES=off, or LoadOptions::keep_images = "off"), or
 //   when the store cannot be used (not ours, not writable, mounted noexec):
 //   copies go to a per-process directory on tmpfs ($HOTLINK_TMPDIR, else

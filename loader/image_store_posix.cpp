@@ -26,6 +26,11 @@ namespace hotlink::loader::store {
 namespace {
 
 constexpr const char *kPrefix = "hotlink-load-";
+// The store is walked at a process's first use only when no process has
+// pruned it for this long (as the artifact cache does): the walk stats
+// every image, and a store near its bound holds ~100,000 small images.
+constexpr std::time_t kPruneInterval = 3600;
+constexpr const char *kPruneStamp = "/.pruned"; // its mtime: the last prune
 
 std::mutex g_mu; // everything below
 std::set<std::string> g_mapped;                       // this process's mapped copies
@@ -235,6 +240,16 @@ void prune_locked(const std::string &store, const std::string &mine, const LoadO
       ::unlink((dir + "/.lock").c_str());
       ::rmdir(dir.c_str()); // only when nothing else is left in it
     }
+  int stamp = ::open((store + kPruneStamp).c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (stamp >= 0) {
+    ::futimens(stamp, nullptr);
+    ::close(stamp);
+  }
+}
+
+bool pruned_lately(const std::string &store) {
+  struct stat st;
+  return ::stat((store + kPruneStamp).c_str(), &st) == 0 && std::time(nullptr) - st.st_mtime < kPruneInterval;
 }
 
 // The store's process directory, made on first use of each store.
@@ -258,7 +273,8 @@ const CopyDirectory *store_directory(const std::string &store, const LoadOptions
     }
     slot->kept = true;
     slot->store = store;
-    prune_locked(store, slot->path, options);
+    if (!pruned_lately(store))
+      prune_locked(store, slot->path, options);
   }
   return slot->path.empty() ? nullptr : slot.get();
 }

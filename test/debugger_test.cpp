@@ -17,6 +17,7 @@
 #include <fstream>
 #include <regex>
 #include <set>
+#include <fcntl.h>
 #include <sys/stat.h>
 
 namespace hotlink {
@@ -296,18 +297,28 @@ TEST(PostMortem, TheStoreIsBoundedInBytesAndAge) {
   o.file_name = "next.so";
   ASSERT_TRUE(loader::load_private(bytes.value(), v1, o).ok());
   EXPECT_TRUE(test::exists(mapped.value()->path()));
-  // Images past the age bound go when a process first opens the store.
-  std::string aged = test::temp_dir() + "/aged";
-  test::Run earlier = run({host(), "private", v1}, {"HOTLINK_KEEP_IMAGES=" + aged});
-  EXPECT_EQ(earlier.code, 0) << earlier.err;
-  EXPECT_EQ(stored_images(aged), 1u) << "the exited host's image stays";
+  // Images past the age bound go when a process first opens the store, if
+  // no process pruned it in the last hour; within the hour nothing walks it.
   loader::LoadOptions young;
-  young.keep_images = aged;
   young.keep_max_age = std::chrono::seconds(0);
-  auto now = loader::load_private(bytes.value(), v1, young);
-  ASSERT_TRUE(now.ok());
-  EXPECT_EQ(stored_images(aged), 1u) << "only the image mapped now is left";
-  EXPECT_TRUE(test::exists(now.value()->path()));
+  for (bool pruned_lately : {true, false}) {
+    std::string aged = test::temp_dir() + "/aged";
+    test::Run earlier = run({host(), "private", v1}, {"HOTLINK_KEEP_IMAGES=" + aged});
+    EXPECT_EQ(earlier.code, 0) << earlier.err;
+    EXPECT_EQ(stored_images(aged), 1u) << "the exited host's image stays";
+    if (!pruned_lately) {
+      struct timespec hours_ago[2] = {{std::time(nullptr) - 7200, 0}, {std::time(nullptr) - 7200, 0}};
+      ASSERT_EQ(::utimensat(AT_FDCWD, (aged + "/.pruned").c_str(), hours_ago, 0), 0);
+    }
+    young.keep_images = aged; // this process's first use of that store
+    auto now = loader::load_private(bytes.value(), v1, young);
+    ASSERT_TRUE(now.ok());
+    EXPECT_TRUE(test::exists(now.value()->path()));
+    if (pruned_lately)
+      EXPECT_EQ(stored_images(aged), 2u) << "pruned a moment ago by the host: not walked again";
+    else
+      EXPECT_EQ(stored_images(aged), 1u) << "only the image mapped now is left";
+  }
 }
 
 TEST(PostMortem, AStoreThatCannotBeUsedIsAWarningNotAFailedLoad) {
