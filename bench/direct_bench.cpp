@@ -9,6 +9,13 @@
 // swapped every round), so that a busy moment of the shared machine hits
 // both alike; every figure is a median of this run.
 //
+// That bare line (`ld.lld -shared IN -o OUT`) links no C library, startup
+// objects or libgcc, and gives no --eh-frame-hdr: what it makes misbehaves
+// once the code calls libc or throws (see README, "Link what a compiler
+// driver would link"). So the same rows are also measured against lld given
+// the line `clang-22 -shared -fuse-ld=lld` gives it, which is what hotlink's
+// default link stands for.
+//
 // Then, each alternating with its reference in the same run:
 // - the CLI (`hotlink link`) on the small kernel against an `ld.lld-22`
 //   process;
@@ -18,7 +25,7 @@
 // - resident memory after 1,000 and after 100,000 small links in one
 //   process (--links N sets the second figure);
 // - a process's first link on each path, in fresh processes, alternating
-//   (`--first hotlink|direct OBJECT DIR` is one such process: it prints
+//   (`--first hotlink|direct|driver-line OBJECT DIR` is one such process: it prints
 //   the ms of its one link).
 //
 //   direct_bench [--markdown FILE] [--rounds N] [--links N] [--only hotlink|direct|many N]
@@ -68,10 +75,38 @@ bool call_ok(ArgvFn fn, bool small) {
   return fn && fn(args) == 0 && (!small || out == 42);
 }
 
-// lld used directly: what a JIT writes around lld::lldMain.
+// The linker line `clang-22 -shared -fuse-ld=lld IN -o OUT` runs (from its
+// -### output), with "IN" and "OUT" where the paths go; empty on failure.
+std::vector<std::string> clang_shared_line(const std::string &dir) {
+  std::string in = dir + "/line-in.o", out = dir + "/line.txt";
+  std::ofstream(in) << "";
+  std::string cmd = std::string(HOTLINK_BENCH_CLANG) + " -### -shared -fuse-ld=lld " + in + " -o OUT 2> " + out;
+  if (std::system(cmd.c_str()) != 0)
+    return {};
+  std::ifstream f(out);
+  std::string line, last;
+  while (std::getline(f, line))
+    if (line.rfind(" \"", 0) == 0)
+      last = line;
+  std::vector<std::string> args; // -### quotes each argument, escaping " and \ with a backslash
+  for (std::size_t i = 0; i < last.size(); ++i) {
+    if (last[i] != '"')
+      continue;
+    std::string a;
+    for (++i; i < last.size() && last[i] != '"'; ++i)
+      a += last[i] == '\\' && i + 1 < last.size() ? last[++i] : last[i];
+    args.push_back(a == in ? "IN" : a);
+  }
+  return args;
+}
+
+// lld used directly: what a JIT writes around lld::lldMain. By default the
+// bare line Triton's AMD backend and comgr use; given `line` (from
+// clang_shared_line), the line of the platform's compiler driver.
 class LldDirect {
 public:
-  explicit LldDirect(std::string dir) : dir_(std::move(dir)) {}
+  explicit LldDirect(std::string dir, std::vector<std::string> line = {})
+      : dir_(std::move(dir)), line_(std::move(line)) {}
   // One link: ms, or a negative number on failure.
   double link_and_call(const std::vector<std::uint8_t> &object, bool small) {
     std::string in = dir_ + "/direct" + std::to_string(n_) + ".o";
@@ -82,6 +117,11 @@ public:
       f.write(reinterpret_cast<const char *>(object.data()), static_cast<std::streamsize>(object.size()));
     }
     std::vector<const char *> argv = {"ld.lld", "-shared", "--threads=1", in.c_str(), "-o", out.c_str()};
+    if (!line_.empty()) {
+      argv = {"ld.lld", "--threads=1"};
+      for (std::size_t i = 1; i < line_.size(); ++i)
+        argv.push_back(line_[i] == "IN" ? in.c_str() : line_[i] == "OUT" ? out.c_str() : line_[i].c_str());
+    }
     lld::Result r = lld::lldMain(argv, llvm::nulls(), llvm::errs(), {{lld::Gnu, &lld::elf::link}});
     void *h = r.retCode == 0 ? dlopen(out.c_str(), RTLD_NOW | RTLD_LOCAL) : nullptr;
     auto fn = h ? reinterpret_cast<ArgvFn>(dlsym(h, "kernel_argv")) : nullptr;
@@ -96,6 +136,7 @@ public:
 
 private:
   std::string dir_;
+  std::vector<std::string> line_;
   int n_ = 0;
 };
 
@@ -253,7 +294,7 @@ Row compare(const std::string &name, HotlinkUser &hl, LldDirect &direct, const s
 
 } // namespace
 
-// `--first hotlink|direct OBJECT DIR`: the first link of this process on
+// `--first hotlink|direct|driver-line OBJECT DIR`: the first link of this process on
 // one path (the service and module made first, as a host makes them at
 // start); prints its ms.
 int first_link(const std::string &path, const std::string &object_path, const std::string &dir) {
@@ -266,7 +307,7 @@ int first_link(const std::string &path, const std::string &object_path, const st
     HotlinkUser hl;
     ms = hl.link_and_call(object, true);
   } else {
-    LldDirect direct(dir);
+    LldDirect direct(dir, path == "driver-line" ? clang_shared_line(dir) : std::vector<std::string>{});
     ms = direct.link_and_call(object, true);
   }
   if (ms < 0)
@@ -275,9 +316,10 @@ int first_link(const std::string &path, const std::string &object_path, const st
   return 0;
 }
 
-// Medians of `runs` fresh processes' first links, each path in turn.
+// Medians of `runs` fresh processes' first links, hotlink's and
+// `reference`'s ("direct" or "driver-line") in turn.
 Row first_link_row(const std::string &self, const std::string &dir, const std::vector<std::uint8_t> &small,
-                   int runs) {
+                   int runs, const std::string &reference, const std::string &name) {
   std::string k = dir + "/first.o", out = dir + "/first.txt";
   std::ofstream(k, std::ios::binary).write(reinterpret_cast<const char *>(small.data()),
                                            static_cast<std::streamsize>(small.size()));
@@ -290,8 +332,7 @@ Row first_link_row(const std::string &self, const std::string &dir, const std::v
     std::ifstream(out) >> ms;
     return ms;
   };
-  return alternate("a process's first link (small kernel, fresh processes)", runs, [&] { return one("hotlink"); },
-                   [&] { return one("direct"); });
+  return alternate(name, runs, [&] { return one("hotlink"); }, [&] { return one(reference.c_str()); });
 }
 
 // `--only hotlink|direct N`: N links of the small kernel on one path, for
@@ -378,9 +419,25 @@ int main(int argc, char **argv) {
   rows.push_back(compare("~150 KB object, back to back", hl, direct, large, false, rounds / 2, 0));
   rows.push_back(compare("~150 KB object, 10 ms apart", hl, direct, large, false, std::max(rounds / 5, 10), 10));
 
+  // Against lld given what `clang -shared` gives it (startup objects, -lc,
+  // libgcc, --eh-frame-hdr, --build-id), as hotlink's default link does.
+  std::vector<std::string> driver_args = clang_shared_line(dir);
+  if (driver_args.empty()) {
+    std::fprintf(stderr, "direct_bench: no linker line from %s -###\n", HOTLINK_BENCH_CLANG);
+    return 1;
+  }
+  LldDirect driver_line(dir, driver_args);
+  rows.push_back(compare("small kernel, back to back, against lld with `clang -shared`'s line", hl, driver_line, small,
+                         true, rounds, 0));
+  rows.push_back(compare("~150 KB object, back to back, against lld with `clang -shared`'s line", hl, driver_line,
+                         large, false, rounds / 2, 0));
+
   std::string self = llvm::sys::fs::getMainExecutable(argv[0], (void *)&main);
   std::string bin = llvm::sys::path::parent_path(self).str();
-  rows.push_back(first_link_row(self, dir, small, std::max(rounds / 20, 5)));
+  int fresh = std::max(rounds / 20, 5);
+  rows.push_back(first_link_row(self, dir, small, fresh, "direct", "a process's first link (small kernel, fresh processes)"));
+  rows.push_back(first_link_row(self, dir, small, fresh, "driver-line",
+                                "a process's first link, against lld with `clang -shared`'s line"));
   std::vector<Row> others = process_rows(bin, dir, small, std::max(rounds / 10, 8));
   auto [rss1k, rss_n] = rss_over_links(small, links);
 

@@ -50,7 +50,12 @@ mem=$(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo)
   echo "\`lld::lldMain\` with \`--threads=1\`, the output to a temporary file, dlopen, dlsym, a"
   echo "call), in one process, one link each in turn; then the CLI and a 100,000-function"
   echo "object against their reference processes, alternating. The goal is a ratio of 1.00×"
-  echo "or less in every row (0.70× for the in-process many-function link)."
+  echo "or less in every row (0.70× for the in-process many-function link). That bare line"
+  echo "(\`ld.lld -shared IN -o OUT\`) links no C library, startup objects or libgcc and"
+  echo "gives no \`--eh-frame-hdr\`, so the rows marked \"against lld with \`clang -shared\`'s"
+  echo "line\" give lld the line \`clang-22 -shared -fuse-ld=lld\` computes, which is what"
+  echo "hotlink's default link makes. A process's first link runs in fresh processes,"
+  echo "each path in turn (the service and module made before the clock starts)."
   echo
   cat "$direct"
   echo
