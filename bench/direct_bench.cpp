@@ -28,7 +28,7 @@
 //   (`--first hotlink|direct|driver-line OBJECT DIR` is one such process: it prints
 //   the ms of its one link).
 //
-//   direct_bench [--markdown FILE] [--rounds N] [--links N] [--only hotlink|direct|many N]
+//   direct_bench [--markdown FILE] [--rounds N] [--links N] [--only hotlink|direct[-large]|many N]
 #include "bench/bench_support.h"
 #include "linker/service.h"
 #include "loader/hot_module.h"
@@ -140,12 +140,15 @@ private:
   int n_ = 0;
 };
 
-// hotlink's user path, with the service's defaults.
+// hotlink's user path, with the service's defaults (`bare`: the inputs
+// alone, Runtime::None, the line lld-direct gives lld).
 class HotlinkUser {
 public:
-  HotlinkUser() : entry_(module_.entry<int(void **)>("kernel_argv").value()) {}
+  explicit HotlinkUser(bool bare = false) : bare_(bare), entry_(module_.entry<int(void **)>("kernel_argv").value()) {}
   double link_and_call(const std::vector<std::uint8_t> &object, bool small) {
     hotlink::LinkRequest req;
+    if (bare_)
+      req.runtime = hotlink::Runtime::None;
     req.inputs = {hotlink::Input::memory("kernel.o", object)};
     req.exports = hotlink::ExportPolicy::list({"kernel", "kernel_argv"});
     auto t0 = Clock::now();
@@ -161,6 +164,7 @@ public:
   }
 
 private:
+  bool bare_;
   hotlink::LinkService svc_;
   hotlink::loader::HotModule module_;
   hotlink::loader::HotModule::Entry<int(void **)> entry_;
@@ -335,13 +339,14 @@ Row first_link_row(const std::string &self, const std::string &dir, const std::v
   return alternate(name, runs, [&] { return one("hotlink"); }, [&] { return one(reference.c_str()); });
 }
 
-// `--only hotlink|direct N`: N links of the small kernel on one path, for
+// `--only hotlink|direct[-large] N`: N links of the small kernel (the ~150 KB
+// object) on one path, for
 // callgrind (--toggle-collect=measured_links*), perf or strace.
 __attribute__((noinline)) void measured_links(HotlinkUser &hl, LldDirect &direct, const std::string &path, int n,
-                                              const std::vector<std::uint8_t> &obj) {
+                                              const std::vector<std::uint8_t> &obj, bool small) {
   std::vector<double> ms;
   for (int i = 0; i < n; ++i) {
-    ms.push_back(path == "hotlink" ? hl.link_and_call(obj, true) : direct.link_and_call(obj, true));
+    ms.push_back(path == "hotlink" ? hl.link_and_call(obj, small) : direct.link_and_call(obj, small));
     if (ms.back() < 0)
       std::exit(1);
   }
@@ -409,7 +414,8 @@ int main(int argc, char **argv) {
     direct.link_and_call(small, true);
   }
   if (!only.empty()) {
-    measured_links(hl, direct, only, only_n, small);
+    bool big = only.size() > 6 && only.compare(only.size() - 6, 6, "-large") == 0; // hotlink-large, direct-large
+    measured_links(hl, direct, big ? only.substr(0, only.size() - 6) : only, only_n, big ? large : small, !big);
     std::string rm = "rm -rf " + dir;
     return std::system(rm.c_str()) == 0 ? 0 : 1;
   }
@@ -419,6 +425,12 @@ int main(int argc, char **argv) {
   rows.push_back(compare("~150 KB object, back to back", hl, direct, large, false, rounds / 2, 0));
   rows.push_back(compare("~150 KB object, 10 ms apart", hl, direct, large, false, std::max(rounds / 5, 10), 10));
 
+  // Both given the bare line: hotlink's own cost around lld.
+  HotlinkUser bare(true);
+  for (int i = 0; i < 5; ++i)
+    bare.link_and_call(small, true);
+  rows.push_back(compare("small kernel, back to back, hotlink with `Runtime::None` (the same bare line)", bare, direct,
+                         small, true, rounds, 0));
   // Against lld given what `clang -shared` gives it (startup objects, -lc,
   // libgcc, --eh-frame-hdr, --build-id), as hotlink's default link does.
   std::vector<std::string> driver_args = clang_shared_line(dir);
