@@ -10,9 +10,8 @@
 // both alike; every figure is a median of this run.
 //
 // That bare line (`ld.lld -shared IN -o OUT`) links no C library, startup
-// objects or libgcc, and gives no --eh-frame-hdr: what it makes misbehaves
-// once the code calls libc or throws (see README, "Link what a compiler
-// driver would link"). So the same rows are also measured against lld given
+// objects or libgcc, and gives no --eh-frame-hdr: in what it makes, glibc
+// binds libc's oldest symbol versions and a C++ throw terminates. So the same rows are also measured against lld given
 // the line `clang-22 -shared -fuse-ld=lld` gives it, which is what hotlink's
 // default link stands for.
 //
