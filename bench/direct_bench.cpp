@@ -27,7 +27,8 @@
 //   (`--first hotlink|direct|driver-line OBJECT DIR` is one such process: it prints
 //   the ms of its one link).
 //
-//   direct_bench [--markdown FILE] [--rounds N] [--links N] [--only hotlink|direct[-large]|many N]
+//   direct_bench [--markdown FILE] [--rounds N] [--links N]
+//                [--only hotlink|bare|direct|same-line[-large]|many N]
 #include "bench/bench_support.h"
 #include "linker/service.h"
 #include "loader/hot_module.h"
@@ -154,6 +155,7 @@ public:
     hotlink::LinkResult r = svc_.link(req);
     if (!r.ok() || module_.reload(r.artifact, "kernel.so"))
       return -1;
+    command_ = std::move(r.command);
     int in = 41, out = 0;
     void *args[] = {&in, &out};
     int rc = entry_(args);
@@ -162,8 +164,31 @@ public:
     return rc == 0 && (!small || out == 42) ? ms : -1;
   }
 
+  // The lld line of the last link, as LldDirect takes it: the input object
+  // "IN", the output "OUT", without --threads (LldDirect gives its own);
+  // empty when the line names another file hotlink wrote for lld (a
+  // runtime stub, an export list), which lld-direct would not have.
+  std::vector<std::string> line() const {
+    std::vector<std::string> out;
+    for (std::size_t i = 0; i < command_.size(); ++i) {
+      const std::string &a = command_[i];
+      if (a.rfind("--threads=", 0) == 0)
+        continue;
+      if (a.rfind("<scratch>/", 0) == 0) {
+        bool output = i > 0 && command_[i - 1] == "-o";
+        if (!output && a != "<scratch>/in0-kernel.o")
+          return {};
+        out.push_back(output ? "OUT" : "IN");
+        continue;
+      }
+      out.push_back(a);
+    }
+    return out;
+  }
+
 private:
   bool bare_;
+  std::vector<std::string> command_;
   hotlink::LinkService svc_;
   hotlink::loader::HotModule module_;
   hotlink::loader::HotModule::Entry<int(void **)> entry_;
@@ -338,14 +363,14 @@ Row first_link_row(const std::string &self, const std::string &dir, const std::v
   return alternate(name, runs, [&] { return one("hotlink"); }, [&] { return one(reference.c_str()); });
 }
 
-// `--only hotlink|direct[-large] N`: N links of the small kernel (the ~150 KB
-// object) on one path, for
-// callgrind (--toggle-collect=measured_links*), perf or strace.
-__attribute__((noinline)) void measured_links(HotlinkUser &hl, LldDirect &direct, const std::string &path, int n,
-                                              const std::vector<std::uint8_t> &obj, bool small) {
+// `--only PATH[-large] N`: N links of the small kernel (the ~150 KB object)
+// on one path, for callgrind (--toggle-collect=measured_links*), perf or
+// strace. `link` is one link on that path: ms, or negative on failure.
+__attribute__((noinline)) void measured_links(const std::string &path, int n,
+                                              const std::function<double()> &link) {
   std::vector<double> ms;
   for (int i = 0; i < n; ++i) {
-    ms.push_back(path == "hotlink" ? hl.link_and_call(obj, small) : direct.link_and_call(obj, small));
+    ms.push_back(link());
     if (ms.back() < 0)
       std::exit(1);
   }
@@ -354,6 +379,30 @@ __attribute__((noinline)) void measured_links(HotlinkUser &hl, LldDirect &direct
     sum += m;
   if (n)
     std::fprintf(stderr, "%s: %d links, median %.3f ms, mean %.3f ms\n", path.c_str(), n, median(ms), sum / n);
+}
+
+// `--only`'s paths: hotlink (the default user path), bare (Runtime::None),
+// direct (lld with the bare line), same-line (lld with bare's own line).
+int only_path(const std::string &only, int n, const std::vector<std::uint8_t> &small,
+              const std::vector<std::uint8_t> &large, const std::string &dir) {
+  bool big = only.size() > 6 && only.compare(only.size() - 6, 6, "-large") == 0;
+  std::string path = big ? only.substr(0, only.size() - 6) : only;
+  const std::vector<std::uint8_t> &obj = big ? large : small;
+  HotlinkUser hl(path == "bare" || path == "same-line");
+  for (int i = 0; i < 5; ++i) // warm: lld's first call, the runtime environment
+    if (hl.link_and_call(small, true) < 0)
+      return 1;
+  LldDirect direct(dir, path == "same-line" ? hl.line() : std::vector<std::string>{});
+  for (int i = 0; i < 5; ++i)
+    if (direct.link_and_call(small, true) < 0)
+      return 1;
+  if (path == "hotlink" || path == "bare")
+    measured_links(only, n, [&] { return hl.link_and_call(obj, !big); });
+  else if (path == "direct" || path == "same-line")
+    measured_links(only, n, [&] { return direct.link_and_call(obj, !big); });
+  else
+    return std::fprintf(stderr, "direct_bench: --only takes hotlink, bare, direct or same-line (-large)\n"), 1;
+  return 0;
 }
 
 // `--only many N`: N in-process links of the 100,000-function object
@@ -406,17 +455,16 @@ int main(int argc, char **argv) {
   std::string dir = scratch_dir("direct");
   if (small.empty() || large.empty() || dir.empty())
     return 1;
+  if (!only.empty()) {
+    int rc = only_path(only, only_n, small, large, dir);
+    std::string rm = "rm -rf " + dir;
+    return std::system(rm.c_str()) == 0 ? rc : 1;
+  }
   HotlinkUser hl;
   LldDirect direct(dir);
   for (int i = 0; i < 5; ++i) { // both warm: lld's first call, the runtime environment
     hl.link_and_call(small, true);
     direct.link_and_call(small, true);
-  }
-  if (!only.empty()) {
-    bool big = only.size() > 6 && only.compare(only.size() - 6, 6, "-large") == 0; // hotlink-large, direct-large
-    measured_links(hl, direct, big ? only.substr(0, only.size() - 6) : only, only_n, big ? large : small, !big);
-    std::string rm = "rm -rf " + dir;
-    return std::system(rm.c_str()) == 0 ? 0 : 1;
   }
   std::vector<Row> rows;
   rows.push_back(compare("small kernel, back to back", hl, direct, small, true, rounds, 0));
@@ -430,6 +478,21 @@ int main(int argc, char **argv) {
     bare.link_and_call(small, true);
   rows.push_back(compare("small kernel, back to back, hotlink with `Runtime::None` (the same bare line)", bare, direct,
                          small, true, rounds, 0));
+  // Both making the same library: lld given the line hotlink's
+  // Runtime::None link gives it (--build-id, --eh-frame-hdr, -soname,
+  // -Bsymbolic-non-weak as well), so the ratio is hotlink's own work around
+  // lld (reading the inputs, collecting the image, verify, the post-mortem
+  // copy, reload) and nothing the line adds.
+  std::vector<std::string> own_line = bare.line();
+  if (own_line.empty()) {
+    std::fprintf(stderr, "direct_bench: hotlink's Runtime::None line names files lld-direct does not have\n");
+    return 1;
+  }
+  LldDirect same_line(dir, own_line);
+  rows.push_back(compare("small kernel, back to back, hotlink with `Runtime::None` against lld given hotlink's own line",
+                         bare, same_line, small, true, rounds, 0));
+  rows.push_back(compare("~150 KB object, back to back, hotlink with `Runtime::None` against lld given hotlink's own line",
+                         bare, same_line, large, false, rounds / 2, 0));
   // Against lld given what `clang -shared` gives it (startup objects, -lc,
   // libgcc, --eh-frame-hdr, --build-id), as hotlink's default link does.
   std::vector<std::string> driver_args = clang_shared_line(dir);
