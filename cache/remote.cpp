@@ -485,10 +485,13 @@ RemoteStore::Got RemoteStore::get_files(const std::string &key, std::uint64_t ar
   g.status = Status::Hit;
   for (std::size_t i = 0; i < parts.size(); ++i) {
     if (replies[i]->len != parts[i].size) {
+      // GETRANGE of a key that is gone answers an empty string.
       g.status = Status::Miss;
-      g.error = std::string("the remote's '") + parts[i].name + "' value is " +
-                std::to_string(replies[i]->len) + " bytes, its manifest says " +
-                std::to_string(parts[i].size);
+      g.damaged = replies[i]->len != 0;
+      g.error = g.damaged ? std::string("the remote's '") + parts[i].name + "' value is " +
+                                std::to_string(replies[i]->len) + " bytes, its manifest says " +
+                                std::to_string(parts[i].size)
+                          : std::string("the remote's '") + parts[i].name + "' value is gone";
       g.blobs = {};
       return g;
     }

@@ -81,7 +81,11 @@ public:
   struct Got {
     Status status = Status::Miss;
     Blobs blobs;
-    std::string error; // Status::Error: what failed
+    std::string error; // Status::Error: what failed; Status::Miss of a part: which
+    // get_files(), Status::Miss: true when a part is there with another size
+    // than its manifest says (damage), false when it is gone (evicted,
+    // expired: an ordinary miss).
+    bool damaged = false;
   };
   enum class Event { Published, PublishFailed, Dropped, Skipped };
 

@@ -79,8 +79,16 @@ bool Cache::Impl::fetch_remote(const Key &k, Entry &out, std::vector<std::string
     count(kRemoteSkipped);
     return false;
   }
-  if (files.status == RemoteStore::Status::Miss)
+  if (files.status == RemoteStore::Status::Miss && files.damaged)
     return refuse("it is incomplete (" + files.error + ")");
+  if (files.status == RemoteStore::Status::Miss) {
+    // Part of the entry is gone (Redis evicted or expired a key): a miss,
+    // not a refusal; nothing here suggests tampering.
+    count(kRemoteMisses);
+    warnings.push_back("remote cache entry " + k.hex() + " from " + remote->url().display +
+                       " is incomplete (" + files.error + ": evicted or expired); a miss, built here instead");
+    return false;
+  }
   RemoteStore::Blobs &b = files.blobs;
   if (trust::blake3_hex(b.artifact.data(), b.artifact.size()) != m.blake3)
     return refuse("its artifact does not match the BLAKE3 its manifest signs");

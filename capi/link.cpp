@@ -55,7 +55,12 @@ void hotlink_request_add_input(hotlink_request *r, const char *name, const void 
 }
 
 void hotlink_request_add_input_file(hotlink_request *r, const char *path) {
-  HOTLINK_SET(r, r->request.inputs.push_back(Input::file(str(path))));
+  HOTLINK_SET(r, {
+    if (!path || !*path)
+      r->invalid = std::string("hotlink_request_add_input_file: 'path' is ") + (path ? "empty" : "NULL");
+    else
+      r->request.inputs.push_back(Input::file(path));
+  });
 }
 
 void hotlink_request_set_exports(hotlink_request *r, hotlink_export_mode mode, const char *const *names,
@@ -70,9 +75,15 @@ void hotlink_request_set_exports(hotlink_request *r, hotlink_export_mode mode, c
     default: r->invalid = "hotlink_request_set_exports: unknown mode " + std::to_string(int(mode)); break;
     }
     p.names.clear();
-    for (size_t i = 0; names && i < count; ++i)
-      if (names[i])
+    if (!names && count)
+      r->invalid = "hotlink_request_set_exports: 'names' is NULL with a count of " + std::to_string(count);
+    for (size_t i = 0; names && i < count && r->invalid.empty(); ++i) {
+      if (!names[i] || !*names[i])
+        r->invalid = "hotlink_request_set_exports: names[" + std::to_string(i) + "] is " +
+                     (names[i] ? "empty" : "NULL");
+      else
         p.names.push_back(names[i]);
+    }
   });
 }
 
@@ -82,7 +93,14 @@ void hotlink_request_set_implib_output(hotlink_request *r, const char *path) {
   HOTLINK_SET(r, r->request.coff.implib_output = str(path));
 }
 void hotlink_request_set_pdb_output(hotlink_request *r, const char *path) { HOTLINK_SET(r, r->request.coff.pdb_output = str(path)); }
-void hotlink_request_add_library(hotlink_request *r, const char *name) { HOTLINK_SET(r, r->request.libraries.push_back(str(name))); }
+void hotlink_request_add_library(hotlink_request *r, const char *name) {
+  HOTLINK_SET(r, {
+    if (!name || !*name)
+      r->invalid = std::string("hotlink_request_add_library: 'name' is ") + (name ? "empty" : "NULL");
+    else
+      r->request.libraries.push_back(name);
+  });
+}
 void hotlink_request_add_library_path(hotlink_request *r, const char *dir) {
   HOTLINK_SET(r, r->request.library_paths.push_back(str(dir)));
 }

@@ -1,5 +1,7 @@
 #include "exports/recovery.h"
 
+#include "base/fault_signals.h"
+
 #include "llvm/Support/CrashRecoveryContext.h"
 
 #include <mutex>
@@ -26,19 +28,24 @@ RecoveryScope::RecoveryScope() {
   std::lock_guard<std::mutex> lock(g_mutex);
   if (g_users++ == 0) {
     g_host_enabled = enabled_now();
-    if (!g_host_enabled)
+    if (!g_host_enabled) {
       llvm::CrashRecoveryContext::Enable();
+      base::llvm_recovery_changed(true);
+    }
   }
 }
 
 RecoveryScope::~RecoveryScope() {
   std::lock_guard<std::mutex> lock(g_mutex);
-  if (--g_users == 0 && !g_host_enabled)
+  if (--g_users == 0 && !g_host_enabled) {
     llvm::CrashRecoveryContext::Disable();
+    base::llvm_recovery_changed(false);
+  }
 }
 
 bool recover(const std::function<void()> &fn) {
   RecoveryScope scope;
+  base::RecoveringThread recovering;
   llvm::CrashRecoveryContext context;
   return context.RunSafely(fn);
 }

@@ -5,6 +5,7 @@
 // corrupt: the driver refuses to call it again in this process.
 #include "exports/recovery.h"
 #include "exports/targets.h"
+#include "base/fault_signals.h"
 #include "linker/job.h"
 
 #include "base/clock.h"
@@ -560,6 +561,7 @@ void run_lld(Materialized &files, const std::vector<const char *> &argv, const J
     options.save();
     // lld on whichever thread runs it, then that thread's arenas released.
     auto link = [&] {
+      base::RecoveringThread recovering; // lldMain's crash recovery runs on this thread
       r = call_lld(argv, out_os, err_os);
       if (r.canRunAgain)
         release_lld_thread_arenas();

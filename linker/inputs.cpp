@@ -17,8 +17,6 @@ namespace hotlink::detail {
 
 namespace {
 
-bool is_dir(const std::string &p) { return llvm::sys::fs::is_directory(p); }
-
 // "an ELF object", "a COFF object".
 std::string a_or_an(const char *word) {
   return std::string(std::strchr("AEIOUaeiou", word[0]) ? "an " : "a ") + word;
@@ -38,9 +36,13 @@ std::optional<Error> read_inputs(PlanContext &ctx) {
       llvm::SmallString<256> abs(in.path);
       llvm::sys::fs::make_absolute(abs);
       l.path = abs.str().str();
-      if (is_dir(l.path))
-        return make_error(ErrorCode::InvalidInput, "is a directory", l.display, {},
-                          "pass an object file or archive");
+      llvm::sys::fs::file_status st;
+      if (!llvm::sys::fs::status(l.path, st)) {
+        if (st.type() == llvm::sys::fs::file_type::directory_file)
+          return make_error(ErrorCode::InvalidInput, "is a directory", l.display, {},
+                            "pass an object file or archive");
+        l.streamed = st.type() != llvm::sys::fs::file_type::regular_file;
+      }
       auto b = llvm::MemoryBuffer::getFile(l.path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
       if (!b)
         return make_error(ErrorCode::InputNotFound, "cannot read: " + b.getError().message(), l.display,

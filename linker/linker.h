@@ -261,6 +261,9 @@ struct LinkResult {
   std::vector<std::string> command;
   std::string executed_by;             // "in-process", "worker" or "cache"
   CacheUse cache = CacheUse::Off;
+  bool cache_stored = false;           // the host cache holds the artifact now
+                                       // (false after a miss it could not store:
+                                       // a full disk; the warning says why)
   std::string cache_key;               // 64 hex digits, when cached
   std::string artifact_blake3;         // the manifest's hash, when cached:
                                        // give it to the loader

@@ -10,7 +10,10 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <dirent.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -38,6 +41,34 @@ unsigned process_umask() {
 
 } // namespace
 
+namespace {
+
+// A temporary that a killed link can leave behind: the named fallback
+// below, ".BASE.hotlink-PID-....tmp".
+std::string temp_prefix(const std::string &base) { return "." + base + ".hotlink-"; }
+
+// Removes the named temporaries of `base` in `dir` whose process is gone
+// (a link killed before it renamed its output), so that they do not pile
+// up where the file system has no O_TMPFILE.
+void sweep_dead_temporaries(const std::string &dir, const std::string &base) {
+  std::string prefix = temp_prefix(base);
+  DIR *d = ::opendir(dir.c_str());
+  if (!d)
+    return;
+  while (struct dirent *e = ::readdir(d)) {
+    std::string name = e->d_name;
+    if (name.compare(0, prefix.size(), prefix) != 0 || name.size() < 4 ||
+        name.compare(name.size() - 4, 4, ".tmp") != 0)
+      continue;
+    long pid = std::strtol(name.c_str() + prefix.size(), nullptr, 10);
+    if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)
+      ::unlinkat(::dirfd(d), name.c_str(), 0);
+  }
+  ::closedir(d);
+}
+
+} // namespace
+
 Expected<OutputReservation> OutputReservation::reserve(const std::string &path, unsigned mode) {
   OutputReservation r;
   r.path_ = path;
@@ -49,10 +80,35 @@ Expected<OutputReservation> OutputReservation::reserve(const std::string &path, 
   if (llvm::sys::path::filename(path).empty() || llvm::sys::fs::is_directory(path))
     return make_error(ErrorCode::OutputError, "the output path names a directory",
                       path, "-o", "name a file");
+  // An existing file that is not a regular one (/dev/null, a FIFO, a
+  // terminal) is written in place, as ld.lld does: renaming over it would
+  // replace a device node with a regular file.
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    r.fd_ = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (r.fd_ < 0) {
+      int e = errno;
+      return make_error(ErrorCode::OutputError, std::string("cannot open the output for writing: ") + std::strerror(e),
+                        path, "-o", "name a file you can write to");
+    }
+    r.in_place_ = true;
+    return r;
+  }
+  // An unnamed file in the destination directory, named only when it is
+  // complete (commit()): a link killed before that leaves nothing behind.
+  r.fd_ = ::open(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+  if (r.fd_ >= 0)
+    return r;
+  if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL && errno != ENOENT)
+    return r.cannot_reserve(dir.str().str(), errno);
+  if (errno == ENOENT && !llvm::sys::fs::is_directory(dir))
+    return r.cannot_reserve(dir.str().str(), ENOENT);
+  // A file system without O_TMPFILE: a named temporary, and those of links
+  // that were killed are swept.
   std::string base = llvm::sys::path::filename(path).str();
+  sweep_dead_temporaries(dir.str().str(), base);
   for (int attempt = 0; attempt < 100 && r.fd_ < 0; ++attempt) {
-    r.temp_ = std::string(dir.str()) + "/." + base + ".hotlink-" +
-              std::to_string(::getpid()) + "-" +
+    r.temp_ = std::string(dir.str()) + "/" + temp_prefix(base) + std::to_string(::getpid()) + "-" +
               std::to_string(std::chrono::steady_clock::now().time_since_epoch().count() % 1000000007) +
               "-" + std::to_string(attempt) + ".tmp";
     r.fd_ = ::open(r.temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
@@ -62,16 +118,19 @@ Expected<OutputReservation> OutputReservation::reserve(const std::string &path, 
   if (r.fd_ < 0) {
     int e = errno;
     r.temp_.clear();
-    return make_error(ErrorCode::OutputError,
-                      std::string("cannot write in the output directory '") +
-                          dir.str().str() + "': " + std::strerror(e),
-                      path, "-o", "choose a directory that exists and that you can write to");
+    return r.cannot_reserve(dir.str().str(), e);
   }
   return r;
 }
 
+Error OutputReservation::cannot_reserve(const std::string &dir, int err) const {
+  return make_error(ErrorCode::OutputError,
+                    "cannot write in the output directory '" + dir + "': " + std::strerror(err), path_, "-o",
+                    "choose a directory that exists and that you can write to");
+}
+
 OutputReservation::OutputReservation(OutputReservation &&o) noexcept
-    : path_(std::move(o.path_)), temp_(std::move(o.temp_)), fd_(o.fd_), mode_(o.mode_) {
+    : path_(std::move(o.path_)), temp_(std::move(o.temp_)), fd_(o.fd_), mode_(o.mode_), in_place_(o.in_place_) {
   o.fd_ = -1;
   o.temp_.clear();
 }
@@ -84,7 +143,8 @@ OutputReservation::~OutputReservation() {
 }
 
 Error OutputReservation::failed(const char *what, int err) const {
-  return make_error(ErrorCode::OutputError, std::string(what) + " '" + temp_ + "': " + std::strerror(err), path_,
+  const std::string &file = temp_.empty() ? path_ : temp_;
+  return make_error(ErrorCode::OutputError, std::string(what) + " '" + file + "': " + std::strerror(err), path_,
                     "-o", "check free space and permissions of the output directory");
 }
 
@@ -97,9 +157,34 @@ std::optional<Error> OutputReservation::publish(const std::vector<std::uint8_t> 
 }
 
 std::optional<Error> OutputReservation::commit() {
+  if (in_place_) {
+    int rc = ::close(fd_);
+    fd_ = -1;
+    return rc == 0 ? std::nullopt : std::optional<Error>(failed("cannot close", errno));
+  }
   // Like a linker's output: the mode asked for, less the umask (the
   // temporary was created 0600 so nobody reads it half-written).
   ::fchmod(fd_, mode_ & ~process_umask());
+  if (temp_.empty()) {
+    // The unnamed file gets a temporary name beside the path, then the
+    // path: rename() replaces atomically, linkat() cannot.
+    std::string base = llvm::sys::path::filename(path_).str();
+    llvm::SmallString<256> dir(path_);
+    llvm::sys::path::remove_filename(dir);
+    std::string proc = "/proc/self/fd/" + std::to_string(fd_);
+    for (int attempt = 0; attempt < 100; ++attempt) {
+      std::string t = (dir.empty() ? std::string(".") : std::string(dir.str())) + "/" + temp_prefix(base) +
+                      std::to_string(::getpid()) + "-" + std::to_string(attempt) + ".tmp";
+      if (::linkat(AT_FDCWD, proc.c_str(), AT_FDCWD, t.c_str(), AT_SYMLINK_FOLLOW) == 0) {
+        temp_ = t;
+        break;
+      }
+      if (errno != EEXIST)
+        return failed("cannot name", errno);
+    }
+    if (temp_.empty())
+      return failed("cannot name", EEXIST);
+  }
   int rc = ::close(fd_);
   fd_ = -1;
   if (rc != 0)

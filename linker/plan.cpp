@@ -55,6 +55,14 @@ std::optional<Error> check_request(PlanContext &ctx) {
   for (const std::string &f : req.extra_flags)
     if (f.find("mllvm") != std::string::npos || f.find("plugin-opt") != std::string::npos)
       ctx.plan.needs_worker = true; // a bad value exits the process
+  for (const std::string &lib : req.libraries)
+    if (lib.empty())
+      return make_error(ErrorCode::BadRequest, "a library name is empty", {}, "-l",
+                        "name a library (-l m for libm) or drop the empty -l");
+  for (const Input &in : req.inputs)
+    if (in.path.empty() && in.name.empty() && in.bytes.empty()) // Input::file("")
+      return make_error(ErrorCode::BadRequest, "an input file's path is empty", {}, {},
+                        "pass the path of an object file or archive");
   for (const std::string &p : req.library_paths)
     if (!is_dir(p))
       return make_error(ErrorCode::BadRequest, "library path is not a directory", p, "-L",
@@ -110,9 +118,11 @@ void inputs(PlanContext &ctx) {
     if (l.archive() && whole)
       for (Arg &w : platform.whole_archive_begin())
         a.push_back(std::move(w));
-    if (!l.filtered.empty() || l.input->in_memory()) {
+    if (!l.filtered.empty() || l.input->in_memory() || l.streamed) {
       std::string n = scratch_name(i, l.display);
+      const auto *bytes = static_cast<const std::uint8_t *>(l.data);
       job.files.push_back(!l.filtered.empty() ? JobFile::own(n, std::move(l.filtered))
+                          : l.streamed        ? JobFile::own(n, std::vector<std::uint8_t>(bytes, bytes + l.size))
                                               : JobFile::borrow(n, l.input->bytes));
       job.files.back().keyed = false;
       a.push_back(Arg{{}, true, n, key});

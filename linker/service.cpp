@@ -347,6 +347,7 @@ std::optional<Error> LinkService::Impl::link_cached(const LinkRequest &req, cons
                                                                  : CacheUse::Miss;
   if (fetched->hit)
     res.executed_by = "cache";
+  res.cache_stored = !e.artifact_path.empty();
   for (std::string &w : fetched->warnings)
     res.diagnostics.push_back(Diagnostic{Severity::Warning, std::move(w), {}, {}});
   res.artifact = std::move(e.artifact.bytes);
@@ -392,7 +393,7 @@ LinkResult LinkService::Impl::link(const LinkRequest &req) {
     return finish(outputs.take_error());
   // Without a cache (which stores bytes), an in-process link writes the
   // artifact straight into its output file.
-  ImageFile image{outputs->artifact ? &*outputs->artifact : nullptr};
+  ImageFile image{outputs->artifact && !outputs->artifact->in_place() ? &*outputs->artifact : nullptr};
   if (auto err = caching ? link_cached(req, *plan, res) : run(req, *plan, res, {}, image.file ? &image : nullptr))
     return finish(std::move(err));
   auto t1 = base::Clock::now();

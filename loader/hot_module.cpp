@@ -1,4 +1,5 @@
 #include "loader/hot_module.h"
+#include "base/fault_signals.h"
 #include "exports/recovery.h"
 
 #include <algorithm>
@@ -313,6 +314,11 @@ std::optional<Error> HotModule::rollback() {
   if (!previous_ || !previous_->lib)
     return make_error(ErrorCode::BadRequest, "there is no previous version to roll back to", {}, {},
                       "rollback() is possible once after each successful reload");
+  rollback_locked();
+  return std::nullopt;
+}
+
+void HotModule::rollback_locked() {
   Version *bad = current_.load();
   carry_back(bad, previous_);
   forward_to(previous_);
@@ -322,7 +328,6 @@ std::optional<Error> HotModule::rollback() {
   if (bad)
     retire_locked(bad);
   collect_locked();
-  return std::nullopt;
 }
 
 // Rollback carries the current state back; what does not fit keeps the
@@ -432,79 +437,32 @@ std::size_t HotModule::mapped_versions() const {
 // ---------------------------------------------------------------------------
 // Guarded calls.
 
-namespace {
+int HotModule::run_guarded(const std::function<void()> &call) { return base::run_catching_faults(call); }
 
-thread_local sigjmp_buf *t_guard = nullptr; // set while this thread is in a guarded call
-const int kGuardedSignals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE};
-struct sigaction g_previous[NSIG];
+std::string HotModule::source_of(const Pin &p) { return p.v_ ? p.v_->info.source : std::string(); }
 
-void guard_handler(int sig, siginfo_t *info, void *ctx) {
-  if (sigjmp_buf *jb = t_guard) {
-    t_guard = nullptr;
-    siglongjmp(*jb, sig);
-  }
-  // Not ours: hand it to whoever had it before, as if we were not here.
-  const struct sigaction &prev = g_previous[sig];
-  if (prev.sa_flags & SA_SIGINFO) {
-    if (prev.sa_sigaction) {
-      prev.sa_sigaction(sig, info, ctx);
-      return;
-    }
-  } else if (prev.sa_handler != SIG_DFL && prev.sa_handler != SIG_IGN) {
-    prev.sa_handler(sig);
-    return;
-  }
-  // Default action: restore it and let the fault happen again.
-  signal(sig, SIG_DFL);
-  raise(sig);
-}
-
-void install_guard_handlers() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    for (int sig : kGuardedSignals) {
-      struct sigaction sa = {};
-      sa.sa_sigaction = guard_handler;
-      sa.sa_flags = SA_SIGINFO | SA_NODEFER;
-      sigemptyset(&sa.sa_mask);
-      sigaction(sig, &sa, &g_previous[sig]);
-    }
-  });
-}
-
-} // namespace
-
-int HotModule::run_guarded(const std::function<void()> &call) {
-  install_guard_handlers();
-  sigjmp_buf jb;
-  sigjmp_buf *outer = t_guard;
-  if (int sig = sigsetjmp(jb, /*savemask=*/1)) {
-    t_guard = outer;
-    return sig;
-  }
-  t_guard = &jb;
-  call();
-  t_guard = outer;
-  return 0;
-}
-
-Error HotModule::fault_error(int sig, std::uint64_t version) {
+Error HotModule::fault_error(int sig, std::uint64_t version, const std::string &source) {
   std::string name = sig == SIGSEGV ? "SIGSEGV" : sig == SIGBUS ? "SIGBUS" : sig == SIGILL ? "SIGILL" : "SIGFPE";
-  std::string source;
-  bool rolled_back = false;
+  // Checked and undone under one lock: a version published after the
+  // faulting one (by reload() on another thread) is never rolled back.
+  std::string outcome;
   {
     std::lock_guard<std::mutex> lock(mu_);
     Version *v = current_.load();
-    if (v && v->info.number == version) {
-      source = v->info.source;
-      rolled_back = previous_ && previous_->lib;
+    if (!v || v->info.number != version) {
+      outcome = v ? "; version " + std::to_string(v->info.number) + " already replaced it, and serves"
+                  : "; no version is loaded now";
+    } else {
+      if (previous_ && previous_->lib) {
+        outcome = "; rolled back to version " + std::to_string(previous_->info.number);
+        rollback_locked();
+      } else {
+        outcome = "; no previous version to roll back to, so it still serves";
+      }
     }
   }
-  if (rolled_back)
-    rolled_back = !rollback().has_value();
   return make_error(ErrorCode::LoadFailed,
-                    "version " + std::to_string(version) + " raised " + name + " inside a guarded call" +
-                        (rolled_back ? "; rolled back to the previous version" : "; no previous version to roll back to"),
+                    "version " + std::to_string(version) + " raised " + name + " inside a guarded call" + outcome,
                     source, {}, "fix the kernel; the faulting call's side effects were abandoned");
 }
 

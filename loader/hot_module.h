@@ -202,8 +202,9 @@ public:
     int sig = run_guarded([&] { result = fn(std::forward<A>(args)...); });
     if (sig == 0)
       return result;
-    { Pin released = std::move(p); } // the abandoned call no longer pins it
-    return fault_error(sig, faulted_version);
+    std::string source = source_of(p);   // while the pin keeps the version's record
+    { Pin released = std::move(p); }     // the abandoned call no longer pins it
+    return fault_error(sig, faulted_version, source);
   }
 
   template <class R, class... A> class Entry<R(A...)> {
@@ -230,7 +231,9 @@ public:
 private:
   // Runs `call`; returns 0, or the signal that interrupted it.
   static int run_guarded(const std::function<void()> &call);
-  Error fault_error(int sig, std::uint64_t version);
+  Error fault_error(int sig, std::uint64_t version, const std::string &source);
+  void rollback_locked(); // previous_ is mapped; mu_ held
+  static std::string source_of(const Pin &p);
   Expected<int> register_entry(const std::string &name);
   Expected<std::unique_ptr<Version>> map_version(const std::vector<std::uint8_t> &bytes, const std::string &name,
                                                  const VerifyOptions &extra);

@@ -44,6 +44,33 @@ std::string lower(std::string s) {
   return s;
 }
 
+// What to do with an artifact this host cannot load: check it for the
+// target it was linked for. The triple is an example of that target's.
+std::string foreign_hint(Format format, Arch arch) {
+  const char *triple = nullptr;
+  switch (format) {
+  case Format::ELF:
+    triple = arch == Arch::AMDGCN    ? "amdgcn-amd-amdhsa --mcpu gfxNNN"
+             : arch == Arch::AArch64 ? "aarch64-linux-gnu"
+             : arch == Arch::X86     ? "i686-linux-gnu"
+                                     : "x86_64-linux-gnu";
+    break;
+  case Format::COFF:
+    triple = arch == Arch::AArch64 ? "aarch64-pc-windows-msvc"
+             : arch == Arch::X86   ? "i686-pc-windows-msvc"
+                                   : "x86_64-pc-windows-msvc (or x86_64-w64-mingw32)";
+    break;
+  case Format::MachO: triple = arch == Arch::X86_64 ? "x86_64-apple-macos" : "arm64-apple-macos"; break;
+  case Format::Wasm: triple = "wasm32-unknown-unknown"; break;
+  default: break;
+  }
+  if (!triple)
+    return "link it for this host to load it here";
+  return std::string("it is not for this host: to check it for the target it was linked for, pass that "
+                     "target (hotlink verify --target ") +
+         triple + "); to load it here, link it for this host";
+}
+
 } // namespace
 
 std::string sha256_hex(const std::vector<std::uint8_t> &bytes) {
@@ -108,12 +135,12 @@ Expected<Verified> verify(const std::vector<std::uint8_t> &bytes, const std::str
     return make_error(ErrorCode::FormatMismatch,
                       std::string("is a ") + exports::to_string(v.info.format) + " image; " +
                           (for_host ? "this host loads " : "the target links ") + exports::to_string(format),
-                      name, {}, for_host ? "link it for the host's target" : "link it for that target");
+                      name, {}, for_host ? foreign_hint(v.info.format, v.info.arch) : "link it for that target");
   if (v.info.arch != arch)
     return make_error(ErrorCode::ArchMismatch,
                       std::string("is built for ") + exports::to_string(v.info.arch) + "; " +
                           (for_host ? "this host is " : "the target is ") + exports::to_string(arch),
-                      name, {}, for_host ? "link it for the host's target" : "link it for that target");
+                      name, {}, for_host ? foreign_hint(v.info.format, v.info.arch) : "link it for that target");
   for (const std::string &e : signed_exports)
     if (!std::binary_search(v.info.exports.begin(), v.info.exports.end(), e))
       return make_error(ErrorCode::MissingExport, "is signed as exporting it, but does not", name, e,

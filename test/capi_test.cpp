@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <string>
 
 namespace {
@@ -67,6 +68,47 @@ TEST(CApi, AnUnknownEnumValueIsNamedInTheError) {
             std::string::npos);
   hotlink_result_destroy(res);
   hotlink_request_destroy(r);
+  hotlink_service_destroy(s);
+}
+
+// Each of these was accepted: a NULL export list with a count (and a NULL
+// entry in one), a NULL or empty library (lld then swallowed the next
+// argument), a NULL or empty input path ("the file is empty"). Each is a
+// bad request naming the call and the argument.
+TEST(CApi, NullOrEmptyNamesAreRefusedNamingTheCall) {
+  hotlink_service *s = hotlink_service_create(nullptr);
+  const char *with_null[] = {"scale", nullptr};
+  struct Case {
+    const char *call, *argument;
+    std::function<void(hotlink_request *)> set;
+  } cases[] = {
+      {"hotlink_request_set_exports", "'names' is NULL",
+       [](hotlink_request *r) { hotlink_request_set_exports(r, HOTLINK_EXPORT_LIST, nullptr, 2); }},
+      {"hotlink_request_set_exports", "names[1] is NULL",
+       [&](hotlink_request *r) { hotlink_request_set_exports(r, HOTLINK_EXPORT_LIST, with_null, 2); }},
+      {"hotlink_request_add_library", "'name' is NULL",
+       [](hotlink_request *r) { hotlink_request_add_library(r, nullptr); }},
+      {"hotlink_request_add_library", "'name' is empty",
+       [](hotlink_request *r) { hotlink_request_add_library(r, ""); }},
+      {"hotlink_request_add_input_file", "'path' is NULL",
+       [](hotlink_request *r) { hotlink_request_add_input_file(r, nullptr); }},
+      {"hotlink_request_add_input_file", "'path' is empty",
+       [](hotlink_request *r) { hotlink_request_add_input_file(r, ""); }},
+  };
+  Bytes obj = kernel(2);
+  for (const Case &c : cases) {
+    hotlink_request *r = hotlink_request_create();
+    hotlink_request_add_input(r, "scale.o", obj.data(), obj.size());
+    c.set(r);
+    hotlink_result *res = hotlink_link(s, r);
+    ASSERT_NE(hotlink_result_error(res), nullptr) << c.call << ": " << c.argument;
+    EXPECT_EQ(hotlink_error_code(hotlink_result_error(res)), HOTLINK_BAD_REQUEST);
+    std::string msg = hotlink_error_message(hotlink_result_error(res));
+    EXPECT_NE(msg.find(c.call), std::string::npos) << msg;
+    EXPECT_NE(msg.find(c.argument), std::string::npos) << msg;
+    hotlink_result_destroy(res);
+    hotlink_request_destroy(r);
+  }
   hotlink_service_destroy(s);
 }
 

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <regex>
 #include <sys/stat.h>
+#include <thread>
 
 namespace hotlink {
 namespace {
@@ -81,6 +82,47 @@ TEST(Cli, BadInputAndUsageExitTwo) {
   EXPECT_FALSE(test::exists(out));
 }
 
+// A named FIFO as an input hung even with a writer: hotlink read it, then
+// lld opened it again. ld.lld (and clang -shared -fuse-ld=lld) link it; so
+// does /dev/stdin.
+TEST(Cli, LinksAFifoAndStandardInput) {
+  std::string obj = object_file(host_target(), "int f(int x) { return x + 1; }");
+  std::string dir = test::temp_dir(), fifo = dir + "/k.fifo", out = dir + "/k.so";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::thread writer([&] { test::write_file(fifo, test::read_file(obj)); });
+  test::RunOptions o;
+  o.timeout_seconds = 60;
+  test::Run r = test::run({hotlink_bin(), "link", "-o", out, "--export", "f", fifo}, o);
+  writer.join();
+  ASSERT_FALSE(r.timed_out) << "the link of a FIFO hung";
+  ASSERT_EQ(r.code, 0) << r.err;
+  test::Bytes so = test::read_file(out);
+  auto info = exports::read_artifact(so.data(), so.size(), out);
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->exports, std::vector<std::string>{"f"});
+
+  std::string from_stdin = test::temp_dir() + "/k.so"; // the same soname: the same bytes
+  test::Run s = test::run({"/bin/sh", "-c", "exec '" + hotlink_bin() + "' link -o '" + from_stdin +
+                                                "' --export f /dev/stdin < '" + obj + "'"},
+                          o);
+  ASSERT_FALSE(s.timed_out) << "the link of /dev/stdin hung";
+  ASSERT_EQ(s.code, 0) << s.err;
+  EXPECT_EQ(test::read_file(from_stdin), so);
+}
+
+// `-l ""` made lld swallow the next argument ("unable to find library
+// -l-lm"); an empty library name is refused, naming the flag.
+TEST(Cli, AnEmptyLibraryNameIsRefused) {
+  std::string obj = object_file(host_target(), "int f(int x) { return x + 1; }");
+  std::string out = test::temp_dir() + "/k.so";
+  test::Run r = test::run({hotlink_bin(), "link", "-o", out, "-l", "", "-l", "m", obj});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("-l"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("library name is empty"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("-l-lm"), std::string::npos) << r.err;
+  EXPECT_FALSE(test::exists(out));
+}
+
 TEST(Cli, HelpExitsZero) {
   test::Run r = test::run({hotlink_bin(), "link", "--help"});
   EXPECT_EQ(r.code, 0);
@@ -131,7 +173,10 @@ TEST(VerifyCli, ChecksArtifactsForAnotherTarget) {
   std::string mac = object_file("arm64-apple-macos", "int f(int x) { return x + 1; }");
   ASSERT_EQ(test::run({bin, "link", "--target", "arm64-apple-macos", "--export", "f", "-o", dylib, mac}).code, 0);
 
-  EXPECT_EQ(test::run({bin, "verify", dll, "--expect", "f"}).code, 1); // not this host's format
+  test::Run foreign = test::run({bin, "verify", dll, "--expect", "f"});
+  EXPECT_EQ(foreign.code, 1); // not this host's format
+  // The fix is --target, not "link it for the host's target".
+  EXPECT_NE(foreign.err.find("--target x86_64-pc-windows-msvc"), std::string::npos) << foreign.err;
   test::Run ok = test::run({bin, "verify", dll, "--target", "x86_64-pc-windows-msvc", "--expect", "f"});
   EXPECT_EQ(ok.code, 0) << ok.err;
   test::Run missing = test::run({bin, "verify", dll, "--target", "x86_64-pc-windows-msvc", "--expect", "g"});

@@ -20,6 +20,9 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -151,6 +154,51 @@ TEST(Fault, WorkerKilledMidLinkIsAnErrorAndTheNextLinkSucceeds) {
   EXPECT_EQ(test::count_entries(scratch), 0u) << "a worker's scratch directory outlived the service";
 }
 
+// Whether this process has a file open in `dir`, named or not.
+bool holds_file_in(const std::string &dir) {
+  DIR *d = ::opendir("/proc/self/fd");
+  bool found = false;
+  while (dirent *e = d ? ::readdir(d) : nullptr) {
+    char target[4096];
+    ssize_t n = ::readlinkat(::dirfd(d), e->d_name, target, sizeof target - 1);
+    found |= n > 0 && std::string(target, static_cast<std::size_t>(n)).rfind(dir + "/", 0) == 0;
+  }
+  if (d)
+    ::closedir(d);
+  return found;
+}
+
+// A user killed 15 links of a large object at once: 11 left
+// ".big.so.hotlink-PID-....tmp" behind, which nothing ever removed. The
+// output is now an unnamed file until it is complete.
+TEST(Fault, AKilledLinkLeavesNothingInTheOutputDirectory) {
+  std::string in = test::temp_dir() + "/big.o", dir = test::temp_dir();
+  test::write_file(in, big_object());
+  int completed = 0;
+  for (int i = 0; i < 12; ++i) {
+    pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      std::string hl = test::bin_dir() + "/hotlink", out = dir + "/big.so";
+      int null = ::open("/dev/null", O_WRONLY);
+      ::dup2(null, 1);
+      ::dup2(null, 2);
+      ::execl(hl.c_str(), hl.c_str(), "link", in.c_str(), "-o", out.c_str(), "--policy", "all", (char *)nullptr);
+      ::_exit(127);
+    }
+    // Spread the kills over the link (planning, lld, publishing).
+    std::this_thread::sleep_for(std::chrono::milliseconds(5 + 15 * i));
+    ::kill(pid, SIGKILL);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    completed += WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  }
+  for (const std::string &f : files_in(dir))
+    EXPECT_EQ(f, "big.so") << "a killed link left " << f;
+  // Some kills must land inside the link for the test to mean anything.
+  EXPECT_LT(completed, 12) << "every link finished before its kill";
+}
+
 TEST(Fault, OutputDirectoryRemovedMidLinkIsAnOutputError) {
   LinkService service;
   std::string parent = test::temp_dir(), dir = parent + "/out";
@@ -159,10 +207,11 @@ TEST(Fault, OutputDirectoryRemovedMidLinkIsAnOutputError) {
   req.execution = Execution::InProcess;
   std::atomic<bool> removed{false};
   std::thread remover([&] {
-    // The output is reserved in its directory before lld runs: remove the
+    // The output is reserved in its directory before lld runs, as an
+    // unnamed file (O_TMPFILE; /proc shows it as DIR/#INODE): remove the
     // directory once the reservation is there.
     for (int i = 0; i < 5000 && !removed; ++i) {
-      if (!files_in(dir).empty()) {
+      if (holds_file_in(dir)) {
         removed = std::system(("rm -rf '" + dir + "'").c_str()) == 0;
         break;
       }
@@ -199,6 +248,7 @@ void run_child(const std::string &scenario) {
 }
 
 TEST(Fault, DiskFullDuringAStoreAndALink) { run_child("disk-full"); }
+TEST(Fault, TheOutputDevNullStaysADevice) { run_child("dev-null"); }
 TEST(Fault, ReadOnlyCacheDirectory) { run_child("read-only"); }
 
 std::shared_ptr<cache::Cache> open_cache(const std::string &dir) {
@@ -236,6 +286,7 @@ void disk_full(const std::string &dir) {
   EXPECT_EQ(r.cache, CacheUse::Miss);
   EXPECT_FALSE(r.artifact.empty());
   EXPECT_TRUE(warned(r, "No space left")) << (r.diagnostics.empty() ? "" : r.diagnostics[0].message);
+  EXPECT_FALSE(r.cache_stored) << "a store that failed is reported as stored";
   EXPECT_EQ(cache->stats().store_errors, 1u);
   auto files = files_in(small + "/cache");
   EXPECT_EQ(count_with(files, ".tmp-"), 0u) << "a failed store left a temporary";
@@ -255,6 +306,7 @@ void disk_full(const std::string &dir) {
   ASSERT_EQ(::unlink(filler.c_str()), 0);
   LinkResult stored = service.link(request(kernel(2)));
   EXPECT_EQ(stored.cache, CacheUse::Miss);
+  EXPECT_TRUE(stored.cache_stored);
   EXPECT_EQ(service.link(request(kernel(2))).cache, CacheUse::Hit);
   LinkResult written = service.link(request(kernel(3), small + "/k3.so"));
   ASSERT_TRUE(written.ok()) << written.error->to_string();
@@ -297,6 +349,49 @@ void read_only(const std::string &dir) {
   EXPECT_TRUE(cache->verify().corrupt.empty());
 }
 
+// `hotlink link -o /dev/null` as root replaced the system's /dev/null with
+// a regular file (the atomic rename), which broke apt. Here /dev/null is a
+// device node of the test's, bind-mounted over it in this process's
+// private mount namespace: the machine's own is never touched. ld.lld
+// writes into a device in place; so does hotlink, and a FIFO output gets
+// the image's bytes.
+void dev_null(const std::string &dir) {
+  std::string node = dir + "/null";
+  ASSERT_EQ(::mknod(node.c_str(), S_IFCHR | 0666, makedev(1, 3)), 0) << std::strerror(errno);
+  ASSERT_EQ(::mount(node.c_str(), "/dev/null", nullptr, MS_BIND, nullptr), 0) << std::strerror(errno);
+  struct stat before;
+  ASSERT_EQ(::stat("/dev/null", &before), 0);
+  LinkService service;
+  LinkResult r = service.link(request(kernel(4), "/dev/null"));
+  ASSERT_TRUE(r.ok()) << r.error->to_string();
+  struct stat st;
+  ASSERT_EQ(::stat("/dev/null", &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode)) << "/dev/null is no longer a device";
+  EXPECT_EQ(st.st_rdev, makedev(1, 3));
+  EXPECT_EQ(st.st_mode, before.st_mode) << "the output's mode was applied to the device";
+  test::write_file(dir + "/k.o", kernel(5));
+  test::Run cli = test::run({test::bin_dir() + "/hotlink", "link", "-o", "/dev/null", dir + "/k.o"});
+  EXPECT_EQ(cli.code, 0) << cli.err;
+  ASSERT_EQ(::stat("/dev/null", &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode)) << "the CLI replaced /dev/null";
+  EXPECT_TRUE(files_in(dir) == std::vector<std::string>({"k.o", "null"})) << "left " << files_in(dir).size();
+
+  // A FIFO output: the reader gets exactly the image a regular file gets.
+  // The same file name (the soname) in two directories: the same bytes.
+  std::string fifo = dir + "/fifo/k.so", file = dir + "/k.so";
+  ASSERT_EQ(::mkdir((dir + "/fifo").c_str(), 0700), 0);
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  Bytes got;
+  std::thread reader([&] { got = test::read_file(fifo); });
+  LinkResult to_fifo = service.link(request(kernel(6), fifo));
+  reader.join();
+  ASSERT_TRUE(to_fifo.ok()) << to_fifo.error->to_string();
+  ASSERT_TRUE(service.link(request(kernel(6), file)).ok());
+  EXPECT_EQ(got, test::read_file(file));
+  ASSERT_EQ(::stat(fifo.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+}
+
 // The body of the mount-namespace cases (run by run_child above).
 TEST(FaultChild, Run) {
   auto args = ::testing::internal::GetArgvs();
@@ -309,6 +404,8 @@ TEST(FaultChild, Run) {
     disk_full(dir);
   else if (scenario == "read-only")
     read_only(dir);
+  else if (scenario == "dev-null")
+    dev_null(dir);
   else
     FAIL() << "unknown scenario " << scenario;
 }

@@ -3,6 +3,7 @@
 // version is unmapped only after its last call returned.
 #include "loader/hot_module.h"
 #include "loader/loader.h"
+#include "exports/recovery.h"
 #include "test/support.h"
 
 #include <gtest/gtest.h>
@@ -12,6 +13,7 @@
 #include <fcntl.h>
 #include <malloc.h>
 #include <map>
+#include <mutex>
 #include <thread>
 #include <unistd.h>
 
@@ -252,6 +254,15 @@ TEST(HotModule, RetiredVersionsAreUnmappedOnlyWhenNoCallIsInside) {
   EXPECT_EQ(tag(), 3);
 }
 
+const char *kDivideByZero = "int f(int x) { volatile int z = x - x; return x / z; }";
+
+// Kernel `tag` with f replaced by `body` (a definition of f that faults).
+Bytes faulting_kernel(int tag, const std::string &body) {
+  const std::string f = "int f(int x) { return x * 10 + tag_data; }";
+  std::string src = kernel_source(tag, 2, "");
+  return test::compile_so(kHost, src.replace(src.find(f), f.size(), body));
+}
+
 TEST(HotModule, GuardedCallRollsBackAFaultingVersion) {
   HotModule m;
   auto f = m.entry<int(int)>("f").value();
@@ -260,10 +271,7 @@ TEST(HotModule, GuardedCallRollsBackAFaultingVersion) {
   ASSERT_TRUE(ok.ok());
   EXPECT_EQ(ok.value(), 41);
   // Version 2 dereferences null; version 3 divides by zero.
-  Bytes segv = test::compile_so(kHost, kernel_source(2, 2, "").replace(
-      kernel_source(2, 2, "").find("int f(int x) { return x * 10 + tag_data; }"),
-      std::string("int f(int x) { return x * 10 + tag_data; }").size(),
-      "int f(int x) { return *(volatile int *)(long)(x - x) + tag_data; }"));
+  Bytes segv = faulting_kernel(2, "int f(int x) { return *(volatile int *)(long)(x - x) + tag_data; }");
   ASSERT_FALSE(m.reload(segv, "v2-segv").has_value());
   auto crashed = m.guarded(f, 4);
   ASSERT_FALSE(crashed.ok());
@@ -274,10 +282,7 @@ TEST(HotModule, GuardedCallRollsBackAFaultingVersion) {
   EXPECT_EQ(m.current()->number, 1u); // back on version 1
   EXPECT_EQ(m.guarded(f, 5).value(), 51);
 
-  Bytes fpe = test::compile_so(kHost, kernel_source(3, 2, "").replace(
-      kernel_source(3, 2, "").find("int f(int x) { return x * 10 + tag_data; }"),
-      std::string("int f(int x) { return x * 10 + tag_data; }").size(),
-      "int f(int x) { volatile int z = x - x; return x / z; }"));
+  Bytes fpe = faulting_kernel(3, kDivideByZero);
   ASSERT_FALSE(m.reload(fpe, "v3-fpe").has_value());
   auto div = m.guarded(f, 4);
   ASSERT_FALSE(div.ok());
@@ -287,6 +292,105 @@ TEST(HotModule, GuardedCallRollsBackAFaultingVersion) {
   struct sigaction now;
   sigaction(SIGSEGV, nullptr, &now);
   EXPECT_TRUE(now.sa_flags & SA_SIGINFO);
+}
+
+// The stress a user ran: threads call guarded() into whatever serves while
+// the main thread alternates reload() between a version that divides by
+// zero and a good one. Each reload verifies inside LLVM's crash recovery,
+// which swaps the process's fault handlers in and out: a guarded fault
+// must never kill the process (it did in 2 of 7 runs), and a rollback
+// must undo only the version that faulted, never the good version that
+// reload() had just published and returned success for (18 of 300
+// cycles), and say what happened.
+TEST(HotModule, GuardedCallsStaySafeWhileReloadsRace) {
+  HotModule m;
+  auto f = m.entry<int(int)>("f").value();
+  Bytes fpe = faulting_kernel(3, kDivideByZero);
+  ASSERT_FALSE(m.reload(kernels().v[1], "good").has_value());
+  std::atomic<bool> stop{false};
+  std::atomic<int> faults{0}, calls{0}, wrong{0};
+  std::mutex mu;
+  std::vector<std::string> bad_messages;
+  std::vector<std::thread> callers;
+  for (int t = 0; t < 4; ++t)
+    callers.emplace_back([&] {
+      while (!stop.load()) {
+        auto r = m.guarded(f, 4);
+        ++calls;
+        if (r.ok()) {
+          if (r.value() != 41)
+            ++wrong;
+          continue;
+        }
+        ++faults;
+        const std::string &msg = r.error().message;
+        bool named = msg.find("SIGFPE") != std::string::npos && r.error().input == "fpe" &&
+                     (msg.find("rolled back to version") != std::string::npos ||
+                      msg.find("already replaced it") != std::string::npos);
+        if (!named) {
+          std::lock_guard<std::mutex> lock(mu);
+          bad_messages.push_back(r.error().to_string());
+        }
+      }
+    });
+  int rolled_back_good = 0;
+  for (int cycle = 0; cycle < 300; ++cycle) {
+    ASSERT_FALSE(m.reload(fpe, "fpe").has_value());
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+    ASSERT_FALSE(m.reload(kernels().v[1], "good").has_value());
+    std::uint64_t published = m.current()->number;
+    std::this_thread::sleep_for(std::chrono::microseconds(300));
+    // Nothing but this thread reloads: only a wrong rollback moves it.
+    if (m.current()->number != published)
+      ++rolled_back_good;
+  }
+  stop = true;
+  for (auto &t : callers)
+    t.join();
+  EXPECT_EQ(rolled_back_good, 0) << "a good version reload() had published was rolled back";
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_GT(faults.load(), 0) << "the faulting version was never called (" << calls.load() << " calls)";
+  EXPECT_TRUE(bad_messages.empty()) << bad_messages.front();
+  EXPECT_EQ(m.guarded(f, 5).value(), 51);
+}
+
+// LLVM's crash recovery (on while any thread verifies or links) swaps the
+// process's fault handlers in and puts back what it found when it is turned
+// off. A process whose first guarded call ran while it was on lost the
+// guard when it was turned off: the next fault in a guarded call killed
+// the process with SIGFPE. Each case runs in a fresh process (the guard is
+// installed once per process).
+void fpe_after_recovery_scope(bool guard_first_inside_scope) {
+  HotModule m;
+  auto f = m.entry<int(int)>("f").value();
+  ASSERT_FALSE(m.reload(kernels().v[1], "good").has_value());
+  {
+    exports::RecoveryScope verifying; // another thread verifying a reload
+    if (guard_first_inside_scope)
+      ASSERT_EQ(m.guarded(f, 4).value(), 41);
+  }
+  if (!guard_first_inside_scope)
+    ASSERT_EQ(m.guarded(f, 4).value(), 41);
+  {
+    exports::RecoveryScope linking;
+    Bytes fpe = faulting_kernel(3, kDivideByZero);
+    ASSERT_FALSE(m.reload(fpe, "fpe").has_value());
+    // A fault while recovery is on, on a thread outside it.
+    auto r = m.guarded(f, 4);
+    ASSERT_FALSE(r.ok());
+  }
+  Bytes fpe2 = faulting_kernel(4, kDivideByZero);
+  ASSERT_FALSE(m.reload(fpe2, "fpe2").has_value());
+  auto r = m.guarded(f, 4); // recovery off again
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("SIGFPE"), std::string::npos);
+  std::exit(::testing::Test::HasFailure() ? 1 : 0);
+}
+
+TEST(HotModuleDeathTest, AGuardInstalledUnderLLVMsRecoverySurvivesItsEnd) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(fpe_after_recovery_scope(true), ::testing::ExitedWithCode(0), "");
+  EXPECT_EXIT(fpe_after_recovery_scope(false), ::testing::ExitedWithCode(0), "");
 }
 
 TEST(HotModule, EntryMissingFromTheCurrentVersionIsRefused) {

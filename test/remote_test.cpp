@@ -310,6 +310,26 @@ TEST_P(RemoteTamper, IsRefusedAndLinkedLocally) {
   EXPECT_EQ(again.artifact, good.artifact);
 }
 
+// Redis evicting (or expiring) part of an entry is not tampering: the
+// artifact's key gone is a miss, counted as one and said as one.
+TEST(RemoteFailure, AnEvictedPartIsAMissNotARefusal) {
+  SecretKey k = SecretKey::generate();
+  Host a(publisher(k));
+  Bytes obj = kernel(71);
+  LinkResult good = a.link(request(obj));
+  ASSERT_TRUE(good.ok());
+  redis_cmd({"DEL", rkey(good.cache_key, "a")});
+  Host b(consumer(k.public_key()));
+  LinkResult r = b.link(request(obj));
+  ASSERT_TRUE(r.ok()) << r.error->to_string();
+  EXPECT_EQ(r.cache, CacheUse::Miss);
+  EXPECT_EQ(b.cache->stats().remote_refused, 0u) << warnings_of(r);
+  EXPECT_EQ(b.cache->stats().remote_misses, 1u) << warnings_of(r);
+  EXPECT_NE(warnings_of(r).find("evicted"), std::string::npos) << warnings_of(r);
+  EXPECT_EQ(warnings_of(r).find("refused"), std::string::npos) << warnings_of(r);
+  EXPECT_EQ(r.artifact, good.artifact);
+}
+
 std::string manifest_of(const std::string &key) { return redis_cmd({"GET", rkey(key, "m")}); }
 void set_manifest(const std::string &key, const std::string &text) {
   redis_cmd({"SET", rkey(key, "m"), text});

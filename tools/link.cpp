@@ -324,6 +324,7 @@ void print_result_json(const LinkResult &r) {
       {"pdb", r.pdb_path},
       {"executed_by", r.executed_by},
       {"cache", to_string(r.cache)},
+      {"cache_stored", r.cache_stored},
       {"cache_key", r.cache_key},
       {"diagnostics", std::move(diags)},
       {"timings_ms", llvm::json::Object{{"validate", r.timings.validate_ms},
@@ -350,7 +351,10 @@ void print_result_text(const LinkResult &r) {
               r.cache == CacheUse::Hit         ? "cache hit"
               : r.cache == CacheUse::RemoteHit ? "remote cache hit"
                                                : r.executed_by.c_str(),
-              r.cache == CacheUse::Miss ? ", cache miss: stored" : "", r.timings.total_ms);
+              r.cache != CacheUse::Miss ? ""
+              : r.cache_stored          ? ", cache miss: stored"
+                                        : ", cache miss: not stored",
+              r.timings.total_ms);
 }
 
 } // namespace

@@ -69,6 +69,9 @@ struct LoadedInput {
   std::size_t size = 0;
   std::vector<std::uint8_t> filtered; // an archive without excluded members
   std::vector<std::string> excluded;  // those members
+  // Not a regular file (a FIFO, /dev/stdin): it can be read only once, so
+  // lld gets the bytes read here, never the path.
+  bool streamed = false;
   exports::ObjectInfo info;
   bool archive() const { return info.kind == exports::FileKind::Archive; }
 };
