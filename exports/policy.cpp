@@ -33,6 +33,12 @@ namespace {
 // The C name inside a symbol name: always a substring of it, so the policy
 // can work on views of the inputs' names (10^5 symbols, no copies).
 std::string_view undecorated(Format format, Arch arch, std::string_view sym) {
+  // ELF .symver: "foo@@v2" is the default version of foo (a reference to
+  // foo binds to it); "foo@v1" is a hidden one, named with its version.
+  if (format == Format::ELF) {
+    std::size_t at = sym.find("@@");
+    return at == std::string_view::npos || at == 0 ? sym : sym.substr(0, at);
+  }
   if (format == Format::MachO)
     return sym.size() > 1 && sym[0] == '_' ? sym.substr(1) : sym;
   if (format != Format::COFF || arch != Arch::X86 || sym.empty() || sym[0] == '?')
@@ -195,8 +201,12 @@ public:
     // leaves them out too). ELF and Mach-O can export TLS, and do.
     if (format_ == Format::COFF && c.sym->tls)
       return false;
-    if (!c.sym->function && !c.sym->data)
-      return false; // absolute symbols (@feat.00), section-less markers
+    // COFF and wasm: absolute symbols (@feat.00) and section-less markers
+    // are machinery. ELF: ld.lld exports every visible global, untyped
+    // labels and absolute symbols (_foo = 0x1000) included, and so does
+    // "all".
+    if (format_ != Format::ELF && !c.sym->function && !c.sym->data)
+      return false;
     // COFF "export all" leaves out read-only data, like CMake: constants
     // are reached through functions, not imported.
     if (format_ == Format::COFF && c.sym->data && !c.sym->writable)

@@ -204,6 +204,12 @@ Error link_error(const std::vector<Diagnostic> &diags, const Plan &plan, const L
         d.message.find("undefined hidden symbol") != std::string::npos) {
       code = ErrorCode::UndefinedSymbol;
       hint = plan.platform->undefined_hint(req, d.symbol);
+    } else if (std::size_t at = d.message.find(" has undefined version "); at != std::string::npos) {
+      // .symver names a version no script defines: ld.lld refuses it too.
+      std::string version = d.message.substr(at + 23);
+      version = version.substr(0, version.find_first_of(" \n"));
+      hint = "define version " + version + " in a version script, as ld.lld needs (--version-script FILE with '" +
+             version + " { };')";
     } else if (d.message.find("duplicate symbol") != std::string::npos) {
       code = ErrorCode::DuplicateSymbol;
       hint = "remove one of the definitions, or make it weak or static";

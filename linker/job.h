@@ -69,6 +69,10 @@ struct Job {
   // an image that does not fit would block it forever).
   std::uint64_t input_bytes = 0;
   std::string output_name; // lld's output, relative to the workdir
+  // Whether the output's name can change the image's bytes (an ELF
+  // soname, a DLL's name in its export directory): then it is in the
+  // cache key. A platform whose images do not name themselves clears it.
+  bool output_name_in_image = true;
   std::string implib_name; // COFF import library to return, if any
   std::string pdb_name;    // COFF PDB to return, if any
   // The platform's lld embeds no input or output path in the image, so

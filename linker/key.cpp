@@ -12,7 +12,8 @@ cache::Key link_key(const Plan &plan) {
   k.add("lld", hotlink::lld_version());
   k.add("target", plan.target.triple);
   k.add("flavor", job.flavor);
-  k.add("output-name", job.output_name);
+  if (job.output_name_in_image)
+    k.add("output-name", job.output_name);
   for (const Arg &a : job.args)
     k.add("arg", !a.key.empty() ? a.key : a.before + (a.in_workdir ? "<workdir>/" : "") + a.after);
   for (const JobFile &f : job.files)

@@ -112,10 +112,16 @@ bool PlanContext::defines(const std::string &sym) const {
 
 std::unordered_set<std::string_view> PlanContext::defined_names() const {
   std::unordered_set<std::string_view> defined;
+  bool elf = target().format == exports::Format::ELF;
   for (const LoadedInput &l : inputs)
     for (const exports::Symbol &s : l.info.symbols)
-      if (s.defined)
+      if (s.defined) {
         defined.insert(s.name);
+        // ELF .symver: foo@@v2 is the default version, which a reference
+        // to foo binds to.
+        if (std::size_t at = elf ? s.name.find("@@") : std::string::npos; at != std::string::npos && at > 0)
+          defined.insert(std::string_view(s.name).substr(0, at));
+      }
   return defined;
 }
 

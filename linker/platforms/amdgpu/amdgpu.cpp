@@ -247,7 +247,12 @@ public:
     if (!device_libs_.empty() && version_)
       a.push_back(plain("-plugin-opt=-amdhsa-code-object-version=" + std::to_string(version_)));
     a.push_back(plain("-o"));
-    a.push_back(in_dir("", out_name));
+    // A code object has no soname: its output's name changes no byte, so
+    // the cache key holds none (two names of one link are one entry).
+    Arg out = in_dir("", out_name);
+    out.key = "<output>";
+    a.push_back(std::move(out));
+    ctx.job().output_name_in_image = false;
   }
 
   // lld exports every visible global of a code object (the kernels) by

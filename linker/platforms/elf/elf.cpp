@@ -165,7 +165,10 @@ public:
     Plan &plan = ctx.plan;
     std::vector<Arg> &a = ctx.job().args;
     if (ctx.export_list) {
-      auto script = exports::write_version_script(has_user_script_ ? anonymous_exports_ : plan.exports);
+      const std::vector<exports::Export> &named = has_user_script_ ? anonymous_exports_ : plan.exports;
+      bool versioned = std::any_of(named.begin(), named.end(),
+                                   [](const exports::Export &e) { return e.symbol.find('@') != std::string::npos; });
+      auto script = exports::write_version_script(versioned ? unversioned(named) : named);
       if (!script)
         return script.take_error();
       plan.export_file = script.value();
@@ -224,6 +227,18 @@ public:
   }
 
 private:
+  // The exports a script names: a .symver definition (foo@v1, foo@@v2) is
+  // exported by its version whatever a script says, as ld.lld does, and a
+  // script naming it would fail ("symbol not defined").
+  static std::vector<exports::Export> unversioned(const std::vector<exports::Export> &all) {
+    std::vector<exports::Export> out;
+    out.reserve(all.size());
+    for (const exports::Export &e : all)
+      if (e.symbol.find('@') == std::string::npos)
+        out.push_back(e);
+    return out;
+  }
+
   // Whether lld, given no version script, would export exactly the
   // policy's names: it exports every visible definition of a shared link.
   // Then the script of 10^5 names would only cost lld's lexer and matcher
