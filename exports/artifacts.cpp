@@ -88,11 +88,27 @@ std::optional<Error> elf_notes_and_needed(const ELFFile<ELF64LE> &file, const st
   if (!dyn)
     return corrupt_table(name, dyn.takeError());
   uint64_t strtab = 0, strsz = 0;
+  bool symtab = false;
   std::vector<uint64_t> needed;
   for (const auto &d : *dyn) {
     if (d.d_tag == ELF::DT_STRTAB) strtab = d.getPtr();
     else if (d.d_tag == ELF::DT_STRSZ) strsz = d.getVal();
     else if (d.d_tag == ELF::DT_NEEDED) needed.push_back(d.getVal());
+    else if (d.d_tag == ELF::DT_SYMTAB) symtab = true;
+  }
+  // The exports are read through the section headers (.dynsym); the
+  // loader reads the dynamic section. When they disagree the headers are
+  // damaged, which must not read as "exports nothing".
+  if (symtab) {
+    auto sections = file.sections();
+    if (!sections)
+      return corrupt_table(name, sections.takeError());
+    if (std::none_of(sections->begin(), sections->end(),
+                     [](const auto &sh) { return sh.sh_type == ELF::SHT_DYNSYM; }))
+      return make_error(ErrorCode::InvalidInput,
+                        "its section headers are damaged: they describe no dynamic symbol table (.dynsym), "
+                        "though its dynamic section has one (DT_SYMTAB)",
+                        name);
   }
   if (needed.empty())
     return std::nullopt;

@@ -1,6 +1,8 @@
 // lld's output as diagnostics, and the Error a failed link returns.
 #include "linker/plan.h"
 
+#include "base/text.h"
+
 #include <cstring>
 #include <string>
 
@@ -36,15 +38,17 @@ Error position_dependent_error(const std::vector<Diagnostic> &diags) {
     std::string archive, member, symbol, defined_in, reloc;
   };
   std::vector<Ref> refs;
+  std::vector<std::string> others; // lld's other errors, which must not be lost
   bool truncated = false;
   for (const Diagnostic &d : diags) {
     truncated |= d.message.find("too many errors emitted") != std::string::npos;
-    if (!position_dependent(d))
+    if (!position_dependent(d)) {
+      if (d.severity == Severity::Error && d.message.find("too many errors emitted") == std::string::npos)
+        others.push_back(d.message.substr(0, d.message.find('\n')));
       continue;
+    }
     Ref r;
-    std::string first = d.message.substr(0, d.message.find('\n'));
-    r.reloc = after(first, "relocation ");
-    r.reloc = r.reloc.substr(0, r.reloc.find(' '));
+    r.reloc = position_dependent_relocation(d);
     r.symbol = position_dependent_symbol(d);
     r.defined_in = base_name(after(d.message, ">>> defined in "));
     std::size_t pos = 0;
@@ -73,20 +77,27 @@ Error position_dependent_error(const std::vector<Diagnostic> &diags) {
   const Ref &first = refs.front();
   std::string who, symbols, exclude;
   for (const Ref &r : refs) {
-    who += std::string(who.empty() ? "" : ", ") +
-           (r.member.empty() ? "an input" : "'" + r.member + "' of '" + base_name(r.archive) + "'");
+    std::string subject = r.member.empty() ? "'" + base_name(r.archive) + "'"
+                                           : "member '" + r.member + "' of '" + base_name(r.archive) + "'";
+    who += (who.empty() ? "" : ", ") + subject;
     if (symbols.find("'" + r.symbol + "'") == std::string::npos)
       symbols += std::string(symbols.empty() ? "" : ", ") + "'" + r.symbol + "'" +
                  (r.defined_in.empty() ? "" : " (in " + r.defined_in + ")");
     if (!r.member.empty())
       exclude += " --exclude-member " + r.member;
   }
-  std::string message =
-      std::string(refs.size() > 1 ? "members " : "member ") + who + (refs.size() > 1 ? " refer to " : " refers to ") + symbols +
-      " with " + (first.reloc.empty() ? "a relocation" : first.reloc) +
-      ", a PC-relative reference that position-dependent and PIE code may use but no shared "
-      "object can hold, since the symbol lives in another image" +
-      (truncated ? " (lld stopped at its error limit: there may be more)" : "");
+  // What the relocation is decides why no shared object can hold it.
+  std::string why = pc_relative_relocation(first.reloc)
+                        ? ", a PC-relative reference, which binds the symbol inside this image; position-dependent "
+                          "and PIE code may use it, but a shared object's symbol may live in another image"
+                        : ", an absolute address narrower than a pointer (position-dependent code); a shared "
+                          "object is placed at an address known only when it is loaded, which that field "
+                          "cannot hold";
+  std::string message = who + (refs.size() > 1 ? " refer to " : " refers to ") + symbols + " with " +
+                        (first.reloc.empty() ? "a relocation" : first.reloc) + why +
+                        (truncated ? " (lld stopped at its error limit: there may be more)" : "");
+  if (!others.empty())
+    message += "; lld also reported: " + base::list_some(others, 3);
   std::string hint = exclude.empty()
                          ? "recompile the object with -fPIC"
                          : "leave them out (" + exclude.substr(1) +
@@ -102,6 +113,19 @@ bool position_dependent(const Diagnostic &d) {
   return d.severity == Severity::Error &&
          d.message.find("cannot be used against symbol") != std::string::npos &&
          d.message.find("recompile with -fPIC") != std::string::npos;
+}
+
+std::string position_dependent_relocation(const Diagnostic &d) {
+  if (!position_dependent(d))
+    return {};
+  std::string reloc = after(d.message.substr(0, d.message.find('\n')), "relocation ");
+  return reloc.substr(0, reloc.find(' '));
+}
+
+bool pc_relative_relocation(const std::string &reloc) {
+  // R_X86_64_PC32, R_386_PC32, R_AARCH64_PREL32, R_AARCH64_ADR_PREL_PG_HI21,
+  // R_RISCV_PCREL_HI20; not R_X86_64_32, R_X86_64_32S, R_AARCH64_ABS32.
+  return reloc.find("PC") != std::string::npos || reloc.find("PREL") != std::string::npos;
 }
 
 std::string position_dependent_symbol(const Diagnostic &d) {

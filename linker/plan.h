@@ -71,6 +71,11 @@ Error link_error(const std::vector<Diagnostic> &diagnostics, const Plan &plan,
 // recompile with -fPIC", and then S.
 bool position_dependent(const Diagnostic &d);
 std::string position_dependent_symbol(const Diagnostic &d);
+std::string position_dependent_relocation(const Diagnostic &d); // "R_X86_64_32"
+// Whether a relocation type is PC-relative (R_X86_64_PC32, ..._PREL...):
+// one that binds its symbol inside the image, which binding the symbol
+// there can satisfy; an absolute one narrower than a pointer cannot be.
+bool pc_relative_relocation(const std::string &reloc);
 
 // Whether lld stopped at its error limit while reporting relocations no
 // shared object can hold (whose refusal names every member that has one).

@@ -119,7 +119,11 @@ Expected<Verified> verify(const std::vector<std::uint8_t> &bytes, const std::str
   if (!info) {
     Error e = info.take_error();
     e.code = ErrorCode::NotASharedObject;
-    e.hint = "load a shared object linked for this host (hotlink link --target " "host)";
+    // Its magic was one of the four formats: what follows is damage.
+    e.hint = e.message.find("damaged") != std::string::npos || e.message.find("corrupt") != std::string::npos ||
+                     e.message.rfind("not a binary: ", 0) == 0
+                 ? "the file is damaged: link it again"
+                 : "load a shared object linked for this host (hotlink link --target host)";
     return e;
   }
   v.info = std::move(info.value());

@@ -123,6 +123,45 @@ TEST(Binding, APieVariableIsBoundInsideWithAWarningThatSaysWhatAHostSees) {
 
 // The dynamic list that keeps variables preemptible keeps weak
 // definitions preemptible too: a host's strong definition wins, as before.
+// An absolute 32-bit reference (R_X86_64_32, code built with
+// -mcmodel=small and no -fPIC) to an exported variable: binding the
+// variable inside cannot satisfy it, so no warning says it was bound; the
+// refusal names the object (not "member an input") and calls the
+// reference absolute (not PC-relative).
+TEST(Binding, AnAbsoluteReferenceIsRefusedForWhatItIs) {
+  Bytes abs32 = test::assemble("x86_64-linux-gnu", R"(
+.data
+.globl zed
+.type zed,@object
+.size zed,4
+zed: .long 5
+.text
+.globl f
+.type f,@function
+f: movl $zed, %eax
+  movl (%rax), %eax
+  ret
+)");
+  Bytes dup = test::assemble("x86_64-linux-gnu", ".text\n.globl f\n.type f,@function\nf: ret\n");
+  std::string dir = test::temp_dir();
+  LinkResult r = link_all(dir, "abs", {abs32});
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(warned_symbols(r).empty()) << "a warning said zed was bound inside";
+  const std::string &m = r.error->message;
+  EXPECT_EQ(r.error->symbol, "zed");
+  EXPECT_NE(m.find("'abs0.o' refers to 'zed'"), std::string::npos) << m;
+  EXPECT_NE(m.find("R_X86_64_32, an absolute address"), std::string::npos) << m;
+  EXPECT_EQ(m.find("PC-relative"), std::string::npos) << m;
+  EXPECT_EQ(m.find("member an input"), std::string::npos) << m;
+  EXPECT_EQ(r.error->hint, "recompile the object with -fPIC");
+
+  // With a duplicate definition as well, lld's duplicate is what is said.
+  LinkResult both = link_all(dir, "both", {abs32, dup});
+  ASSERT_FALSE(both.ok());
+  EXPECT_EQ(both.error->code, ErrorCode::DuplicateSymbol) << both.error->to_string();
+  EXPECT_NE(both.error->message.find("duplicate symbol: f"), std::string::npos) << both.error->message;
+}
+
 TEST(Binding, WeakDefinitionsStayInterposableBesideExportedVariables) {
   std::string dir = test::temp_dir();
   LinkResult r = link_all(dir, "hook",

@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <cstring>
 #include <fcntl.h>
 #include <malloc.h>
 #include <map>
@@ -62,6 +63,22 @@ TEST(Verify, RefusesGarbage) {
   auto v = verify(Bytes(text.begin(), text.end()), "script.so");
   ASSERT_FALSE(v.ok());
   EXPECT_EQ(v.error().code, ErrorCode::NotASharedObject);
+}
+
+// Section headers overwritten with garbage: the loader (which reads the
+// dynamic section) would still map it, but its exports cannot be read.
+// That is damage, said as such, not "missing-export".
+TEST(Verify, RefusesDamagedSectionHeadersAsDamage) {
+  Bytes so = kernel(1);
+  std::uint64_t shoff = 0;
+  std::memcpy(&shoff, so.data() + 0x28, 8);
+  ASSERT_LT(shoff, so.size());
+  std::fill(so.begin() + static_cast<std::ptrdiff_t>(shoff), so.end(), 0x5a);
+  auto v = verify(so, "k.so", {{"f"}});
+  ASSERT_FALSE(v.ok());
+  EXPECT_EQ(v.error().code, ErrorCode::NotASharedObject) << v.error().to_string();
+  EXPECT_NE(v.error().message.find("section headers are damaged"), std::string::npos) << v.error().to_string();
+  EXPECT_EQ(v.error().hint, "the file is damaged: link it again");
 }
 
 TEST(Verify, RefusesAWindowsDll) {

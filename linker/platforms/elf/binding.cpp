@@ -73,6 +73,10 @@ bool bind_position_dependent_data(Binding &binding, Plan &plan, const std::vecto
   for (const Diagnostic &d : lld_said) {
     truncated |= d.message.find("too many errors emitted") != std::string::npos;
     std::string symbol = position_dependent_symbol(d);
+    // Binding the variable inside satisfies a PC-relative reference; an
+    // absolute 32-bit one stays refused, so binding would only warn.
+    if (!pc_relative_relocation(position_dependent_relocation(d)))
+      continue;
     if (binding.data.count(symbol) && bound.insert(symbol).second) {
       binding.bound.push_back(symbol);
       changes.push_back(Diagnostic{Severity::Warning, warning_for(symbol), d.file, symbol});
