@@ -285,10 +285,15 @@ TEST(Amdgpu, CacheHitsAcrossProcessesAndKeysByProcessorAndVersion) {
 // The device libraries clang's driver picks for a target ID, asked
 // independently of hotlink (clang -### and its -mlink-builtin-bitcode
 // files), as full paths in its order.
-std::vector<std::string> clang_device_libraries(const std::string &cpu) {
-  test::Run r = run({HOTLINK_TEST_CLANG, "-###", "--target=amdgcn-amd-amdhsa", "-mcpu=" + cpu,
-                     "-mcode-object-version=4", "-x", "cl", "-c", "/dev/null",
-                     "--rocm-device-lib-path=/usr/lib/x86_64-linux-gnu/amdgcn/bitcode"});
+std::vector<std::string> clang_device_libraries(const std::string &cpu, bool hip = false) {
+  std::vector<std::string> argv = {HOTLINK_TEST_CLANG, "-###", "-mcode-object-version=4",
+                                   "--rocm-device-lib-path=/usr/lib/x86_64-linux-gnu/amdgcn/bitcode"};
+  if (hip)
+    argv.insert(argv.end(), {"--offload-arch=" + cpu, "--cuda-device-only", "-nogpuinc", "-x", "hip", "-c",
+                             "/dev/null"});
+  else
+    argv.insert(argv.end(), {"--target=amdgcn-amd-amdhsa", "-mcpu=" + cpu, "-x", "cl", "-c", "/dev/null"});
+  test::Run r = run(argv);
   EXPECT_EQ(r.code, 0) << r.err;
   std::vector<std::string> libs;
   const std::string flag = "\"-mlink-builtin-bitcode\" \"";
@@ -319,6 +324,53 @@ TEST(Amdgpu, DeviceLibraryLinkIsByteIdenticalToLdLldWithClangsLibraries) {
   line.push_back("--end-lib");
   line.insert(line.begin() + 1, obj);
   EXPECT_TRUE(res.artifact == reference(dir, "gfx1030", {}, line)) << "differs from ld.lld's code object";
+}
+
+// HIP device bitcode compiled with -nogpulib: the device libraries are
+// clang's HIP set (no opencl.bc, oclc_correctly_rounded_sqrt_on), not the
+// OpenCL one, and what they define stays theirs: the code object exports
+// the kernel, its descriptor and the inputs' own globals (a __device__
+// variable a runtime looks up by name), never __ockl_*, __get_scratch_lds
+// (which it exported before). The bytes are ld.lld's, given the same
+// libraries and hotlink's version script.
+TEST(Amdgpu, HipBitcodeGetsHipsDeviceLibrariesAndExportsOnlyItsOwn) {
+  const char *source = R"(
+#define __global__ __attribute__((global))
+#define __device__ __attribute__((device))
+extern "C" __device__ unsigned long __ockl_printf_begin(unsigned long);
+extern "C" __device__ float __ocml_sin_f32(float);
+__device__ int counter;
+__global__ void talk(float *a) { a[0] = __ocml_sin_f32(a[0]); counter = (int)__ockl_printf_begin(0); }
+)";
+  std::string dir = temp_dir();
+  std::string bc = save(dir, "talk.bc",
+                        compile_with({HOTLINK_TEST_CLANG, "-x", "hip", "--cuda-device-only", "--offload-arch=gfx90a",
+                                      "-nogpulib", "-nogpuinc", "-mcode-object-version=4", "-O2", "-emit-llvm", "-c"},
+                                     source, ".bc"));
+  LinkService svc;
+  LinkResult res = svc.link(device_request("gfx90a", {Input::file(bc)}));
+  ASSERT_TRUE(res.ok()) << res.error->to_string();
+  std::vector<std::string> libs = clang_device_libraries("gfx90a", /*hip=*/true), names;
+  ASSERT_FALSE(libs.empty());
+  for (const std::string &lib : libs)
+    names.push_back(lib.substr(lib.rfind('/') + 1));
+  EXPECT_EQ(res.runtime, names);
+  EXPECT_EQ(std::find(res.runtime.begin(), res.runtime.end(), "opencl.bc"), res.runtime.end());
+  std::string path = save(dir, "talk.hsaco", res.artifact);
+  auto info = exports::read_artifact(res.artifact.data(), res.artifact.size(), path);
+  ASSERT_TRUE(info.ok());
+  std::vector<std::string> exported;
+  for (const std::string &e : info->exports)
+    if (e.rfind("__hip_cuid_", 0) != 0)
+      exported.push_back(e);
+  std::sort(exported.begin(), exported.end());
+  EXPECT_EQ(exported, (std::vector<std::string>{"_Z4talkPf", "_Z4talkPf.kd", "counter"}));
+  EXPECT_EQ(comgr(path), "isa amdgcn-amd-amdhsa--gfx90a\nkernel _Z4talkPf\n");
+  write_file(dir + "/exports.ver", Bytes(res.export_file.begin(), res.export_file.end()));
+  std::vector<std::string> line = {bc, "-plugin-opt=-amdhsa-code-object-version=4", "--start-lib"};
+  line.insert(line.end(), libs.begin(), libs.end());
+  line.insert(line.end(), {"--end-lib", "--version-script=" + dir + "/exports.ver", "--undefined-version"});
+  EXPECT_TRUE(res.artifact == reference(dir, "gfx90a", {}, line)) << "differs from ld.lld's code object";
 }
 
 // Device bitcode submitted at once, in-process as asked: a link planned

@@ -225,7 +225,7 @@ public:
     const GpuOptions &gpu = ctx.request.gpu;
     if (gpu.device_libs == DeviceLibs::None || ctx.undefined_names().empty())
       return std::nullopt;
-    auto libs = amdgpu::device_libraries(triple_, target_id_, version_, gpu.device_libs_dir);
+    auto libs = amdgpu::device_libraries(triple_, target_id_, version_, gpu.device_libs_dir, language(ctx));
     if (!libs)
       return libs.take_error();
     device_libs_ = *libs;
@@ -256,18 +256,39 @@ public:
   }
 
   // lld exports every visible global of a code object (the kernels) by
-  // itself: a version script only when other names were asked for.
+  // itself: a version script only when other names were asked for, or
+  // when the device libraries are linked: their globals (__ockl_*,
+  // __get_scratch_lds, ...) are theirs, not the code object's, and
+  // clang's line, which links them into each compile
+  // (-mlink-builtin-bitcode), internalizes them. Every visible definition
+  // of the inputs stays exported (kernels, __device__ variables a runtime
+  // looks up by name).
   std::optional<Error> export_file(PlanContext &ctx) override {
-    if (ctx.request.exports.mode == ExportPolicy::Mode::EntryPoints && !user_named_)
-      return std::nullopt;
     if (!ctx.export_list)
       return std::nullopt;
-    auto script = exports::write_version_script(ctx.plan.exports);
+    bool named = ctx.request.exports.mode != ExportPolicy::Mode::EntryPoints || user_named_;
+    if (!named && device_libs_.empty())
+      return std::nullopt;
+    std::vector<exports::Export> list = ctx.plan.exports;
+    if (!named) {
+      std::set<std::string> seen;
+      for (const exports::Export &e : list)
+        seen.insert(e.symbol);
+      for (const LoadedInput &l : ctx.inputs)
+        for (const exports::Symbol &sym : l.info.symbols)
+          if (sym.defined && !sym.hidden && seen.insert(sym.name).second)
+            list.push_back({sym.name, sym.name, sym.data});
+    }
+    auto script = exports::write_version_script(list);
     if (!script)
       return script.take_error();
     ctx.plan.export_file = *script;
     ctx.add_file("exports.ver", *script);
     ctx.job().args.push_back(in_dir("--version-script=", "exports.ver"));
+    // A bitcode kernel's NAME.kd descriptor is made by LTO's code
+    // generation, after lld checked the script's names; the policy has
+    // checked every name it chose already.
+    ctx.job().args.push_back(plain("--undefined-version"));
     return std::nullopt;
   }
 
@@ -296,6 +317,16 @@ public:
   }
 
 private:
+  // HIP when an input carries the compilation unit ID clang gives every
+  // HIP device compile (__hip_cuid_*); otherwise OpenCL's set, as before.
+  static amdgpu::DeviceLanguage language(const PlanContext &ctx) {
+    for (const LoadedInput &l : ctx.inputs)
+      for (const exports::Symbol &sym : l.info.symbols)
+        if (sym.defined && sym.name.rfind("__hip_cuid_", 0) == 0)
+          return amdgpu::DeviceLanguage::Hip;
+    return amdgpu::DeviceLanguage::OpenCL;
+  }
+
   // Why a feature setting conflicts, in words.
   std::string feature_note(const std::string &input) const {
     return input.find(':') != std::string::npos && target_id_.find(':') == std::string::npos

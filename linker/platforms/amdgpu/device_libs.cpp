@@ -48,18 +48,29 @@ Expected<LinkLine> link_line(const std::string &triple, const std::string &targe
 }
 
 Expected<std::vector<std::string>> device_libraries(const std::string &triple, const std::string &target_id,
-                                                    unsigned version, const std::string &dir) {
-  using Key = std::tuple<std::string, unsigned, std::string>;
+                                                    unsigned version, const std::string &dir,
+                                                    DeviceLanguage language) {
+  using Key = std::tuple<std::string, unsigned, std::string, DeviceLanguage>;
   return memoized<Key, std::vector<std::string>>(
-      Key{target_id, version, dir}, [&]() -> Expected<std::vector<std::string>> {
+      Key{target_id, version, dir, language}, [&]() -> Expected<std::vector<std::string>> {
         std::string where = dir.empty() ? debian_device_libs() : dir;
-        std::vector<std::string> args = {"clang", "--target=" + triple, "-mcpu=" + target_id};
+        bool hip = language == DeviceLanguage::Hip;
+        // HIP's device job is an offload job of the host's compile.
+        std::string driver_triple = hip ? llvm::sys::getDefaultTargetTriple() : triple;
+        std::vector<std::string> args = {"clang", "--target=" + driver_triple};
+        if (hip)
+          args.insert(args.end(), {"--offload-arch=" + target_id, "--cuda-device-only", "-nogpuinc"});
+        else
+          args.push_back("-mcpu=" + target_id);
         if (version)
           args.push_back("-mcode-object-version=" + std::to_string(version));
         if (!where.empty())
           args.push_back("--rocm-device-lib-path=" + where);
-        args.insert(args.end(), {"-x", "cl", "-c", "hotlink-device.cl"});
-        auto jobs = driver_jobs(triple, args, "--device-libs",
+        if (hip)
+          args.insert(args.end(), {"-x", "hip", "-c", "hotlink-device.hip"});
+        else
+          args.insert(args.end(), {"-x", "cl", "-c", "hotlink-device.cl"});
+        auto jobs = driver_jobs(driver_triple, args, "--device-libs",
                                 "install the device libraries (Debian: apt-get install rocm-device-libs), pass "
                                 "their bitcode folder with --device-libs DIR, or link without them "
                                 "(--device-libs none)");

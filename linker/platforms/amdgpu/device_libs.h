@@ -21,11 +21,18 @@ namespace hotlink::detail::amdgpu {
 using LinkLine = DriverLinkLine;
 Expected<LinkLine> link_line(const std::string &triple, const std::string &target_id);
 
+// The language the device code was compiled from, which picks the
+// device libraries' set (clang's HIP line takes no opencl.bc and rounds
+// sqrt correctly; its OpenCL line does the opposite).
+enum class DeviceLanguage { OpenCL, Hip };
+
 // The device libraries' bitcode files clang links for a kernel of this
-// target ID and code object version (-mlink-builtin-bitcode of its
-// OpenCL compile job: opencl, ocml, ockl, oclc_*), from `dir` or, when
-// empty, the installed ones.
+// target ID, code object version and language (-mlink-builtin-bitcode of
+// its OpenCL compile job, or of its HIP device compile job: ocml, ockl,
+// oclc_*, and opencl for OpenCL), from `dir` or, when empty, the
+// installed ones.
 Expected<std::vector<std::string>> device_libraries(const std::string &triple, const std::string &target_id,
-                                                    unsigned version, const std::string &dir);
+                                                    unsigned version, const std::string &dir,
+                                                    DeviceLanguage language);
 
 } // namespace hotlink::detail::amdgpu
