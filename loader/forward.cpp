@@ -41,6 +41,7 @@ namespace {
 
 constexpr std::uint32_t kNearJump = 5;  // jmp rel32
 constexpr std::uint32_t kFarJump = 14;  // jmp [rip+0]; .quad target
+constexpr std::uint32_t kShortJump = 2; // jmp rel8
 constexpr std::size_t kMaxListed = 32;
 
 // --- Decoding: how many first bytes of a function may be replaced --------------
@@ -91,6 +92,25 @@ public:
     return hazard;
   }
 
+  // Whether `size` bytes at `code` are padding nothing runs: int3 or NOP
+  // instructions (the last may run past `size`).
+  bool padding(const std::uint8_t *code, std::uint64_t size, std::uint64_t room) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (std::uint64_t at = 0; at < size;) {
+      llvm::MCInst inst;
+      std::uint64_t length = 0;
+      auto status = dis_->getInstruction(inst, length, llvm::ArrayRef<std::uint8_t>(code + at, room - at), at,
+                                         llvm::nulls());
+      if (status != llvm::MCDisassembler::Success || length == 0)
+        return false;
+      llvm::StringRef op = mii_->getName(inst.getOpcode());
+      if (op != "INT3" && !op.starts_with("NOOP") && op != "NOP")
+        return false;
+      at += length;
+    }
+    return true;
+  }
+
 private:
   static void note(std::uint64_t &hazard, std::uint64_t at, std::string &why, const std::string &what) {
     if (at < hazard) {
@@ -134,8 +154,11 @@ std::optional<std::uint64_t> file_offset(const llvm::object::ELF64LEFile &elf, s
 }
 
 // Every function defined in a code section, one per address (a global name
-// over a local alias), at its mapped address.
-std::vector<ForwardFunction> read_functions(const llvm::object::ELF64LEObjectFile &obj, std::uintptr_t base) {
+// over a local alias), at its mapped address; `room` gets, for each, the
+// bytes from its start to the next symbol of its section or the section's
+// end (what padding after it may hold).
+std::vector<ForwardFunction> read_functions(const llvm::object::ELF64LEObjectFile &obj, std::uintptr_t base,
+                                            std::vector<std::uint64_t> &room) {
   std::vector<ForwardFunction> out;
   std::map<std::uint64_t, std::size_t> at_address;
   std::string unit;
@@ -167,16 +190,51 @@ std::vector<ForwardFunction> read_functions(const llvm::object::ELF64LEObjectFil
     else if (!local && !out[it->second].unit.empty())
       out[it->second] = std::move(f); // the global name of an alias
   }
+  // Where each function's room ends: the next address any symbol of a code
+  // section names, or its section's end.
+  std::vector<std::uint64_t> bounds;
+  for (const llvm::object::SectionRef &sec : obj.sections())
+    if (is_code_section(sec))
+      bounds.push_back(sec.getAddress() + sec.getSize());
+  for (const llvm::object::ELFSymbolRef &sym : obj.symbols()) {
+    auto addr = sym.getAddress();
+    auto sec = sym.getSection();
+    if (addr && sec && *sec != obj.section_end() && is_code_section(**sec))
+      bounds.push_back(*addr);
+    else {
+      if (!addr)
+        llvm::consumeError(addr.takeError());
+      if (!sec)
+        llvm::consumeError(sec.takeError());
+    }
+  }
+  std::sort(bounds.begin(), bounds.end());
+  room.clear();
+  for (const ForwardFunction &f : out) {
+    std::uint64_t at = f.address - base;
+    auto next = std::upper_bound(bounds.begin(), bounds.end(), at);
+    room.push_back(next == bounds.end() ? f.size : *next - at);
+  }
   return out;
 }
 
-void decide_patchable(ForwardFunction &f) {
+void decide_patchable(ForwardFunction &f, std::uint64_t room) {
   const auto *code = reinterpret_cast<const std::uint8_t *>(f.address);
-  std::memcpy(f.original, code, std::min<std::uint64_t>(f.size, sizeof f.original));
+  // Up to 16 bytes: the function's own, and for a short one the padding
+  // after it (restored with them).
+  std::memcpy(f.original, code, std::min<std::uint64_t>(std::max(f.size, room), sizeof f.original));
   f.patchable = static_cast<std::uint32_t>(
       std::min<std::uint64_t>(decoder().first_hazard(code, f.size, f.why_not), sizeof f.original));
   if (f.patchable == f.size && f.why_not.empty())
     f.why_not = "it is " + std::to_string(f.size) + " bytes long";
+  if (f.size >= kNearJump || f.patchable < kShortJump || f.patchable < f.size)
+    return;
+  // Short: a near jump in the padding after it, reached by a short jump.
+  if (room >= f.size + kNearJump && f.size + kNearJump <= sizeof f.original &&
+      decoder().padding(code + f.size, kNearJump, room - f.size))
+    f.pad_at = static_cast<std::uint32_t>(f.size);
+  else
+    f.why_not += ", with no padding after it that can hold one";
 }
 
 // The version's file, opened for writing (its mode is read-only).
@@ -200,15 +258,32 @@ Expected<int> open_for_writing(const std::string &path, const std::string &name)
 
 // --- Planning the writes ---------------------------------------------------------
 
-// The bytes that make `f` reach `to` (a far jump when it is beyond 2 GiB).
+// A near jump at `at` to `to`, when within 2 GiB.
+bool near_jump(std::uintptr_t at, std::uintptr_t to, std::uint8_t *out) {
+  auto rel = static_cast<long long>(to) - static_cast<long long>(at + kNearJump);
+  if (rel < INT32_MIN || rel > INT32_MAX)
+    return false;
+  auto r = static_cast<std::int32_t>(rel);
+  out[0] = 0xE9;
+  std::memcpy(out + 1, &r, 4);
+  return true;
+}
+
+// The bytes that make `f` reach `to` from its start, and how many: a near
+// jump, a far one beyond 2 GiB, or, for a function shorter than a jump, a
+// short jump to a near jump in the padding after it (its own bytes in
+// between unchanged). More than 16 when it cannot.
 std::uint32_t encode_jump(const ForwardFunction &f, std::uintptr_t to, std::uint8_t *out) {
-  auto rel = static_cast<long long>(to) - static_cast<long long>(f.address + kNearJump);
-  if (rel >= INT32_MIN && rel <= INT32_MAX) {
-    auto r = static_cast<std::int32_t>(rel);
-    out[0] = 0xE9;
-    std::memcpy(out + 1, &r, 4);
-    return kNearJump;
+  if (f.pad_at && f.patchable < kNearJump) {
+    if (!near_jump(f.address + f.pad_at, to, out + f.pad_at))
+      return kFarJump + f.pad_at; // too far for the padding's near jump
+    out[0] = 0xEB;
+    out[1] = static_cast<std::uint8_t>(f.pad_at - kShortJump);
+    std::memcpy(out + kShortJump, f.original + kShortJump, f.pad_at - kShortJump);
+    return f.pad_at + kNearJump;
   }
+  if (near_jump(f.address, to, out))
+    return kNearJump;
   const std::uint8_t far[6] = {0xFF, 0x25, 0, 0, 0, 0};
   std::memcpy(out, far, 6);
   std::uint64_t abs = to;
@@ -220,7 +295,7 @@ std::uint32_t encode_jump(const ForwardFunction &f, std::uintptr_t to, std::uint
 std::uint32_t patched_length(const ForwardFunction &f) {
   if (!f.target)
     return 0;
-  std::uint8_t scratch[16];
+  std::uint8_t scratch[32];
   return encode_jump(f, f.target, scratch);
 }
 
@@ -300,9 +375,9 @@ void plan_image(ForwardImage &other, ForwardImage &target, bool listed, ForwardR
     }
     if (f->target == t->address)
       continue;
-    std::uint8_t scratch[16];
+    std::uint8_t scratch[32];
     std::uint32_t need = encode_jump(*f, t->address, scratch);
-    if (need > f->patchable) {
+    if (need > (f->pad_at ? f->pad_at + kNearJump : f->patchable)) {
       if (listed)
         list(report, f->name + ": a jump needs " + std::to_string(need) + " bytes, and " + f->why_not);
       continue;
@@ -333,9 +408,10 @@ Expected<std::unique_ptr<ForwardImage>> forward_image(const std::vector<std::uin
   image->path = lib.path();
   image->fd = fd.value();
   image->ranges = lib.ranges();
-  image->functions = read_functions(*elf, lib.base());
-  for (ForwardFunction &f : image->functions)
-    decide_patchable(f);
+  std::vector<std::uint64_t> room;
+  image->functions = read_functions(*elf, lib.base(), room);
+  for (std::size_t i = 0; i < image->functions.size(); ++i)
+    decide_patchable(image->functions[i], room[i]);
   return image;
 }
 

@@ -11,6 +11,10 @@
 //   local one), and decides for each how many of its first bytes may be
 //   replaced: none of its own branches lands inside them, and no call ends
 //   inside them (a return address there would come back into the patch).
+//   A function shorter than a jump (a 4-byte getter) is reached through
+//   the padding after it: a short jump at its start to a near jump in the
+//   padding, when the padding (int3 or NOPs, up to the next function) can
+//   hold one.
 //   The C runtime's own functions (crtstuff.c, .init/.fini) are left alone.
 // - forward_to(target, others) makes each function of `others` that has a
 //   counterpart in `target` start with a jump to it (5 bytes when within
@@ -63,6 +67,10 @@ struct ForwardFunction {
   std::uint64_t size = 0;
   std::uint64_t file_offset = 0; // of its first byte in the version's file
   std::uint32_t patchable = 0;   // how many first bytes may be replaced
+  // A function shorter than a jump: the offset of the padding after it
+  // (its end) when that padding can hold a near jump, which a 2-byte short
+  // jump at its start reaches; 0: none.
+  std::uint32_t pad_at = 0;
   std::string why_not;           // why no more may be (when it matters)
   std::uint8_t original[16] = {};
   std::uintptr_t target = 0;     // where it jumps now; 0: it runs its own code
