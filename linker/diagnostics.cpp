@@ -3,6 +3,7 @@
 
 #include "base/text.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -76,9 +77,10 @@ Error position_dependent_error(const std::vector<Diagnostic> &diags) {
   }
   const Ref &first = refs.front();
   std::string who, symbols, exclude;
+  bool members = std::all_of(refs.begin(), refs.end(), [](const Ref &r) { return !r.member.empty(); });
   for (const Ref &r : refs) {
     std::string subject = r.member.empty() ? "'" + base_name(r.archive) + "'"
-                                           : "member '" + r.member + "' of '" + base_name(r.archive) + "'";
+                                           : "'" + r.member + "' of '" + base_name(r.archive) + "'";
     who += (who.empty() ? "" : ", ") + subject;
     if (symbols.find("'" + r.symbol + "'") == std::string::npos)
       symbols += std::string(symbols.empty() ? "" : ", ") + "'" + r.symbol + "'" +
@@ -88,11 +90,12 @@ Error position_dependent_error(const std::vector<Diagnostic> &diags) {
   }
   // What the relocation is decides why no shared object can hold it.
   std::string why = pc_relative_relocation(first.reloc)
-                        ? ", a PC-relative reference, which binds the symbol inside this image; position-dependent "
-                          "and PIE code may use it, but a shared object's symbol may live in another image"
-                        : ", an absolute address narrower than a pointer (position-dependent code); a shared "
-                          "object is placed at an address known only when it is loaded, which that field "
-                          "cannot hold";
+                        ? ", a PC-relative reference that position-dependent and PIE code may use but no shared "
+                          "object can hold, since the symbol may live in another image"
+                        : ", an absolute address narrower than a pointer (position-dependent code), which no "
+                          "shared object can hold: it is placed at an address known only when it is loaded";
+  if (members)
+    who = (refs.size() > 1 ? "members " : "member ") + who;
   std::string message = who + (refs.size() > 1 ? " refer to " : " refers to ") + symbols + " with " +
                         (first.reloc.empty() ? "a relocation" : first.reloc) + why +
                         (truncated ? " (lld stopped at its error limit: there may be more)" : "");
