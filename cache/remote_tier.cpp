@@ -4,12 +4,10 @@
 
 namespace hotlink::cache {
 
-bool Cache::Impl::fetch_remote(const Key &k, Entry &out, std::vector<std::string> &warnings) {
-  if (!remote)
-    return false;
+// The key's manifest from the remote. A miss by a host that will publish
+// takes the key's build lease, or waits for the host that holds it.
+RemoteStore::Got Cache::Impl::remote_manifest(const Key &k) {
   RemoteStore::Got g = remote->get_manifest(k.hex());
-  // A miss by a host that will publish: take the key's build lease, or
-  // wait for the host that holds it.
   if (g.status == RemoteStore::Status::Miss && cfg.sign_key) {
     RemoteStore::Got lease = remote->take_lease(k.hex());
     if (lease.status == RemoteStore::Status::Hit) {
@@ -28,6 +26,13 @@ bool Cache::Impl::fetch_remote(const Key &k, Entry &out, std::vector<std::string
       g = lease;
     }
   }
+  return g;
+}
+
+bool Cache::Impl::fetch_remote(const Key &k, Entry &out, std::vector<std::string> &warnings) {
+  if (!remote)
+    return false;
+  RemoteStore::Got g = remote_manifest(k);
   switch (g.status) {
   case RemoteStore::Status::Skipped:
     count(kRemoteSkipped);

@@ -231,6 +231,7 @@ struct Cache::Impl {
   // Asks the remote for `k`. True with an entry whose manifest a trusted
   // key signed and whose files match it; every other outcome is counted
   // and, when it is a failure or a refusal, explained in `warnings`.
+  RemoteStore::Got remote_manifest(const Key &k);
   bool fetch_remote(const Key &k, Entry &out, std::vector<std::string> &warnings);
 
   // Write-back: only signed entries are published (an unsigned one would
