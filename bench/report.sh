@@ -10,11 +10,13 @@ out=bench/README.md
 tables=$(mktemp)
 direct=$(mktemp)
 loader=$(mktemp)
-trap 'rm -f "$tables" "$direct" "$loader"' EXIT
+startup=$(mktemp)
+trap 'rm -f "$tables" "$direct" "$loader" "$startup"' EXIT
 
 build/bin/compare_bench --markdown "$tables" >&2
 build/bin/direct_bench --markdown "$direct" >&2
 build/bin/loader_bench --benchmark_filter='Call' >"$loader" 2>&1
+build/bin/startup_bench --markdown "$startup" >&2
 instructions=$(bench/instructions.sh build)
 rebuild=$(build/bin/rebuild_bench 5)
 call=$(grep '^call, medians' "$loader")
@@ -77,6 +79,14 @@ mem=$(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo)
   echo "same command, alternating:"
   echo
   echo "$rebuild"
+  echo
+  echo "### Start-up of a process that only loads"
+  echo
+  echo "From \`build/bin/startup_bench\` in the same run: whole processes that use an"
+  echo "artifact without linking it (what a JIT's every start after the first, or a"
+  echo "shipped game, pays), each against a process that dlopens the same file:"
+  echo
+  cat "$startup"
   echo
   echo "### Hot-module call overhead"
   echo

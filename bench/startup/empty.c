@@ -1,0 +1,2 @@
+/* bench/startup_bench's floor: a C program that does nothing. */
+int main(void) { return 0; }

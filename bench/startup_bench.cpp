@@ -1,0 +1,164 @@
+// Start-up of whole processes that use artifacts without linking: what a
+// JIT's every start after the first, or a shipped game, pays. Each row
+// runs a process against its reference, alternating, and reports medians
+// of CPU time (user + system, from wait4) and peak RSS, and their ratio:
+//   (a) the C API: a cache opened, the pipeline's entry got by the caller's
+//       key (a hit), hotlink_entry_load, a call; against a C program that
+//       dlopens the same artifact file and calls it;
+//   (b) a HotModule reload of a verified shared object from bytes, and a
+//       call; against a C++ program that dlopens the file;
+//   (c) `import hotlink` and a cache hit in Python; against Python's ctypes
+//       loading the file.
+// Goal (issue 44): (a) and (b) at most 1.5x the reference's CPU, and peak
+// RSS at most the reference's + 8 MiB; (c) reported.
+//
+// The driver links nothing of hotlink (it makes the artifact with clang-22
+// and the `hotlink` CLI): a forked child's peak RSS counts the parent's
+// pages at the fork, so the driver stays small, and an empty C program
+// measured the same way gives the floor.
+//
+//   startup_bench [--runs N] [--markdown FILE]
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+namespace {
+
+struct Sample {
+  double cpu_ms = -1, rss_mib = 0;
+};
+
+// Runs argv (with `env` added) and returns its CPU time and peak RSS;
+// cpu_ms < 0 when it failed.
+Sample run(const std::vector<std::string> &argv, const std::vector<std::string> &env = {}) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    int null = open("/dev/null", O_WRONLY); // the CLI says what it linked
+    dup2(null, 1);
+    for (const std::string &e : env)
+      putenv(const_cast<char *>(e.c_str()));
+    std::vector<char *> args;
+    for (const std::string &a : argv)
+      args.push_back(const_cast<char *>(a.c_str()));
+    args.push_back(nullptr);
+    execvp(args[0], args.data());
+    _exit(127);
+  }
+  int status = 0;
+  struct rusage ru;
+  if (pid < 0 || wait4(pid, &status, 0, &ru) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    return {};
+  auto ms = [](const timeval &t) { return t.tv_sec * 1e3 + t.tv_usec / 1e3; };
+  return {ms(ru.ru_utime) + ms(ru.ru_stime), ru.ru_maxrss / 1024.0};
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+struct Row {
+  std::string what, reference;
+  double cpu = 0, ref_cpu = 0, rss = 0, ref_rss = 0;
+  bool goal = true; // held to the goal (c is reported)
+};
+
+// `runs` alternating runs of each; false when one failed.
+bool measure(Row &row, int runs, const std::vector<std::string> &a, const std::vector<std::string> &b,
+             const std::vector<std::string> &env) {
+  std::vector<double> cpu, ref_cpu, rss, ref_rss;
+  for (int i = 0; i < runs; ++i) {
+    Sample x = run(a, env), y = run(b, env);
+    if (x.cpu_ms < 0 || y.cpu_ms < 0)
+      return false;
+    cpu.push_back(x.cpu_ms);
+    rss.push_back(x.rss_mib);
+    ref_cpu.push_back(y.cpu_ms);
+    ref_rss.push_back(y.rss_mib);
+  }
+  row.cpu = median(cpu);
+  row.ref_cpu = median(ref_cpu);
+  row.rss = median(rss);
+  row.ref_rss = median(ref_rss);
+  return true;
+}
+
+std::string table(const std::vector<Row> &rows, int runs) {
+  std::string out = "| process | CPU | peak RSS | reference | its CPU | its peak RSS | CPU ratio | RSS over it | goal |\n"
+                    "|---|---|---|---|---|---|---|---|---|\n";
+  char line[1024];
+  for (const Row &r : rows) {
+    bool met = r.cpu <= 1.5 * r.ref_cpu && r.rss <= r.ref_rss + 8;
+    std::snprintf(line, sizeof line, "| %s | %.2f ms | %.1f MiB | %s | %.2f ms | %.1f MiB | %.2fx | %+.1f MiB | %s |\n",
+                  r.what.c_str(), r.cpu, r.rss, r.reference.c_str(), r.ref_cpu, r.ref_rss, r.cpu / r.ref_cpu,
+                  r.rss - r.ref_rss, !r.goal ? "reported" : met ? "met" : "**not met**");
+    out += line;
+  }
+  return out + "\nMedians of " + std::to_string(runs) +
+         " runs of each process, alternating; CPU is user + system time (wait4). Goal: at most 1.5x the "
+         "reference's CPU and its peak RSS + 8 MiB.\n";
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  int runs = 21;
+  std::string markdown;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!std::strcmp(argv[i], "--runs"))
+      runs = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--markdown"))
+      markdown = argv[i + 1];
+  }
+  std::string bin = HOTLINK_BENCH_BIN_DIR, dir = "/tmp/hotlink-startup-XXXXXX";
+  if (!mkdtemp(dir.data()))
+    return 1;
+  // The artifact: the usual kernel, linked as the host's shared object.
+  std::ofstream(dir + "/k.c") << "int f(int x) { return 2 * x + 1; }\n"
+                                 "int f_argv(void **a) { *(int *)a[1] = f(*(int *)a[0]); return 0; }\n";
+  if (run({HOTLINK_BENCH_CLANG, "-O2", "-fPIC", "-c", dir + "/k.c", "-o", dir + "/k.o"}).cpu_ms < 0 ||
+      run({bin + "/hotlink", "link", "-o", dir + "/k.so", dir + "/k.o"}).cpu_ms < 0)
+    return std::fprintf(stderr, "startup_bench: cannot make the artifact\n"), 1;
+  std::string so = dir + "/k.so", key = "startup-bench-kernel";
+  std::string python_path = "PYTHONPATH=" + bin + "/../python";
+  const std::string py_hit = "import ctypes, sys, hotlink\n"
+                             "e = hotlink.Cache(sys.argv[1]).get_or_build(sys.argv[2], lambda: open(sys.argv[3], 'rb').read())\n"
+                             "lib = e.load()\n"
+                             "f = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int)(lib.symbol('f'))\n"
+                             "sys.exit(0 if f(20) == 41 else 1)\n";
+  const std::string py_ref = "import ctypes, sys\nsys.exit(0 if ctypes.CDLL(sys.argv[1]).f(20) == 41 else 1)\n";
+  std::vector<std::string> capi = {bin + "/startup_c", dir + "/c-cache", key, so};
+  std::vector<std::string> python = {"python3", "-c", py_hit, dir + "/py-cache", key, so};
+  // Prime both caches: the measured runs are hits.
+  if (run(capi).cpu_ms < 0 || run(python, {python_path}).cpu_ms < 0)
+    return std::fprintf(stderr, "startup_bench: priming the caches failed\n"), 1;
+
+  std::vector<Row> rows(4);
+  rows[0] = {"(a) C API: cache hit by the caller's key, `hotlink_entry_load`, call", "a C program: dlopen, dlsym, call"};
+  rows[1] = {"(b) C++: `HotModule` reload of a verified `.so` from bytes, call", "a C++ program: dlopen, dlsym, call"};
+  rows[2] = {"(c) Python: `import hotlink`, cache hit, load, call", "Python: `ctypes.CDLL`, call"};
+  rows[2].goal = false;
+  rows[3] = {"the floor: an empty C program", "the same", };
+  rows[3].goal = false;
+  bool ok = measure(rows[0], runs, capi, {bin + "/dlopen_ref_c", so}, {}) &&
+            measure(rows[1], runs, {bin + "/startup_reload", so}, {bin + "/dlopen_ref_cxx", so}, {}) &&
+            measure(rows[2], runs, python, {"python3", "-c", py_ref, so}, {python_path}) &&
+            measure(rows[3], runs, {bin + "/empty_c"}, {bin + "/empty_c"}, {});
+  std::system(("rm -rf '" + dir + "'").c_str());
+  if (!ok)
+    return std::fprintf(stderr, "startup_bench: a process failed\n"), 1;
+  std::string t = table(rows, runs);
+  std::fputs(t.c_str(), stdout);
+  if (!markdown.empty())
+    std::ofstream(markdown) << t;
+  return 0;
+}
