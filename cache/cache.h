@@ -44,7 +44,7 @@
 #pragma once
 
 #include "cache/remote.h"
-#include "exports/error.h"
+#include "base/error.h"
 #include "trust/signature.h"
 
 #include <chrono>

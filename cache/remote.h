@@ -24,7 +24,7 @@
 //   drain_timeout.
 #pragma once
 
-#include "exports/error.h"
+#include "base/error.h"
 
 #include <chrono>
 #include <cstdint>

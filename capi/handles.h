@@ -4,7 +4,7 @@
 
 #include "hotlink/hotlink.h"
 
-#include "exports/error.h"
+#include "base/error.h"
 
 #include <exception>
 #include <new>

@@ -3,7 +3,7 @@
 // symbols list, a .def file or an lld argument.
 #pragma once
 
-#include "exports/error.h"
+#include "base/error.h"
 #include "exports/symbols.h"
 
 #include <optional>

@@ -4,7 +4,7 @@
 // returns unchecked.
 #pragma once
 
-#include "exports/error.h"
+#include "base/error.h"
 #include "exports/symbols.h"
 
 #include "llvm/Object/Binary.h"

@@ -7,7 +7,7 @@
 // entry-point policy that finds no entry point.
 #pragma once
 
-#include "exports/error.h"
+#include "base/error.h"
 #include "exports/symbols.h"
 
 #include <string>

@@ -20,7 +20,7 @@
 // unless crash recovery is on.
 #pragma once
 
-#include "exports/error.h"
+#include "base/error.h"
 
 #include <functional>
 #include <optional>

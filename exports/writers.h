@@ -14,7 +14,7 @@
 // All: empty names, non-ASCII bytes and names over kMaxNameLength are refused.)
 #pragma once
 
-#include "exports/error.h"
+#include "base/error.h"
 #include "exports/names.h"
 #include "exports/policy.h"
 

@@ -7,7 +7,7 @@
 // names the .def and the line. Nothing is written on error.
 #pragma once
 
-#include "exports/error.h"
+#include "base/error.h"
 
 #include <cstdint>
 #include <string>

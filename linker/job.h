@@ -4,7 +4,7 @@
 // produce the same bytes.
 #pragma once
 
-#include "exports/error.h"
+#include "base/error.h"
 
 #include <cstdint>
 #include <functional>

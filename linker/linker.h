@@ -14,7 +14,7 @@
 // Links are run by a LinkService (service.h).
 #pragma once
 
-#include "exports/error.h"
+#include "base/error.h"
 #include "exports/policy.h"
 #include "exports/symbols.h"
 

@@ -14,7 +14,7 @@
 // LLVM's options) run in a worker, where every option has its default.
 #pragma once
 
-#include "exports/error.h"
+#include "base/error.h"
 
 #include <optional>
 #include <string>

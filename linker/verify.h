@@ -6,7 +6,7 @@
 // Windows DLL or a macOS dylib it linked before shipping it.
 #pragma once
 
-#include "exports/error.h"
+#include "base/error.h"
 #include "loader/loader.h"
 
 #include <cstdint>

@@ -38,7 +38,7 @@
 //   inside those bytes is not seen either.
 #pragma once
 
-#include "exports/error.h"
+#include "base/error.h"
 #include "loader/loader.h"
 
 #include <cstddef>

@@ -39,7 +39,7 @@
 //   ones.
 #pragma once
 
-#include "exports/error.h"
+#include "base/error.h"
 #include "loader/forward.h"
 #include "loader/loader.h"
 #include "loader/state.h"

@@ -23,7 +23,7 @@
 //   what the host was built against.
 #pragma once
 
-#include "exports/error.h"
+#include "base/error.h"
 #include "trust/blake3.h"
 #include "trust/signature.h"
 #include "exports/symbols.h"

@@ -17,7 +17,7 @@
 // ELF only; on other formats there are no state variables.
 #pragma once
 
-#include "exports/error.h"
+#include "base/error.h"
 #include "loader/loader.h"
 
 #include <cstddef>

@@ -16,7 +16,7 @@
 // code runs, or any signature beyond the ad-hoc code directory.
 #pragma once
 
-#include "exports/error.h"
+#include "base/error.h"
 
 #include <cstdint>
 #include <string>

@@ -27,7 +27,7 @@
 //   source; its time is the user's. Linux (inotify).
 #pragma once
 
-#include "exports/error.h"
+#include "base/error.h"
 #include "linker/linker.h"
 #include "linker/service.h"
 #include "loader/hot_module.h"

@@ -9,7 +9,7 @@
 // invalid input, unwritable output).
 #pragma once
 
-#include "exports/error.h"
+#include "base/error.h"
 #include "exports/policy.h"
 #include "exports/symbols.h"
 #include "linker/linker.h"

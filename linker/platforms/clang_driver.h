@@ -14,7 +14,7 @@
 //   only with replayed answers never maps libclang-cpp.
 #pragma once
 
-#include "exports/error.h"
+#include "base/error.h"
 
 #include <string>
 #include <vector>

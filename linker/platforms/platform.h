@@ -18,7 +18,7 @@
 //   fingerprints of outside files that reach lld.
 #pragma once
 
-#include "exports/error.h"
+#include "base/error.h"
 #include "exports/policy.h"
 #include "exports/symbols.h"
 #include "linker/job.h"

@@ -8,7 +8,7 @@
 // msgpack map the HSA loader expects).
 #pragma once
 
-#include "exports/error.h"
+#include "base/error.h"
 
 #include <cstdint>
 #include <string>

@@ -4,7 +4,7 @@
 // input references is added.
 #pragma once
 
-#include "exports/error.h"
+#include "base/error.h"
 #include "linker/platforms/platform.h"
 
 #include <cstdint>

@@ -8,7 +8,7 @@
 // declares e.g. cosf that way) and need a jump thunk.
 #pragma once
 
-#include "exports/error.h"
+#include "base/error.h"
 #include "exports/symbols.h"
 #include "linker/linker.h"
 #include "linker/platforms/platform.h"

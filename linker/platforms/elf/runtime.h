@@ -24,7 +24,7 @@
 //   check the artifacts are byte-identical); `exact` passes the real line.
 #pragma once
 
-#include "exports/error.h"
+#include "base/error.h"
 #include "exports/symbols.h"
 #include "linker/job.h"
 #include "linker/platforms/platform.h"

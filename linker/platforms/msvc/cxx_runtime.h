@@ -26,7 +26,7 @@
 //   exit, as with MSVC's DLL CRT).
 #pragma once
 
-#include "exports/error.h"
+#include "base/error.h"
 #include "linker/platforms/platform.h"
 
 #include <cstdint>

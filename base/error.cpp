@@ -1,4 +1,4 @@
-#include "exports/error.h"
+#include "base/error.h"
 
 #include <string>
 
