@@ -65,10 +65,10 @@ bool link_and_map(hotlink::LinkService &svc, const hotlink::LinkRequest &req,
       std::fprintf(stderr, "  %s\n", d.message.c_str());
     return false;
   }
-  hotlink::loader::VerifyOptions v;
+  hotlink::VerifyOptions v;
   v.blake3 = r.artifact_blake3;
   v.expected_exports = r.exports;
-  if (!hotlink::loader::verify(r.artifact, "kernel.so", v))
+  if (!hotlink::verify(r.artifact, "kernel.so", v))
     return false;
   auto l = hotlink::loader::load_private(r.artifact, "kernel.so");
   if (!l)

@@ -19,8 +19,8 @@ std::vector<std::string> names(const char *const *list, size_t count) {
 
 // Verifies `bytes` with `options` and maps a private copy named `name`.
 hotlink_library *verify_and_map(const std::vector<std::uint8_t> &bytes, const std::string &name,
-                                const loader::VerifyOptions &options, hotlink_error **error) {
-  auto verified = loader::verify(bytes, name, options);
+                                const hotlink::VerifyOptions &options, hotlink_error **error) {
+  auto verified = hotlink::verify(bytes, name, options);
   if (!verified)
     return capi::report(error, verified.take_error()), nullptr;
   auto lib = loader::load_private(bytes, name);
@@ -54,7 +54,7 @@ hotlink_library *hotlink_load(const void *data, size_t size, const char *name, c
       return capi::report(error, capi::bad_argument("hotlink_load", "data")), nullptr;
     const auto *p = static_cast<const std::uint8_t *>(data);
     std::vector<std::uint8_t> bytes(p, p + size);
-    loader::VerifyOptions options;
+    hotlink::VerifyOptions options;
     options.expected_exports = names(expected, expected_count);
     options.blake3 = str(blake3_hex);
     return verify_and_map(bytes, name && *name ? name : "library.so", options, error);
@@ -68,7 +68,7 @@ hotlink_status hotlink_verify(const void *data, size_t size, const char *name, c
     if (!data && size)
       return capi::report(error, capi::bad_argument("hotlink_verify", "data"));
     const auto *p = static_cast<const std::uint8_t *>(data);
-    loader::VerifyOptions options;
+    hotlink::VerifyOptions options;
     options.expected_exports = names(expected, expected_count);
     options.processor = str(processor);
     auto verified = verify_for_target(std::vector<std::uint8_t>(p, p + size), name && *name ? name : "artifact",
@@ -84,10 +84,10 @@ hotlink_library *hotlink_load_file(const char *path, const char *const *expected
   return capi::guarded(error, static_cast<hotlink_library *>(nullptr), [&]() -> hotlink_library * {
     if (!path)
       return capi::report(error, capi::bad_argument("hotlink_load_file", "path")), nullptr;
-    auto bytes = loader::read_artifact_file(path);
+    auto bytes = hotlink::read_artifact_file(path);
     if (!bytes)
       return capi::report(error, bytes.take_error()), nullptr;
-    loader::VerifyOptions options;
+    hotlink::VerifyOptions options;
     options.expected_exports = names(expected, expected_count);
     return verify_and_map(*bytes, path, options, error);
   });

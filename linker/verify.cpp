@@ -30,20 +30,20 @@ Expected<bool> loads_here(const std::string &target) {
   return host && host->format == t->format && host->arch == t->arch;
 }
 
-Expected<loader::Verified> verify_for_target(const std::vector<std::uint8_t> &bytes, const std::string &name,
-                                             const std::string &target, loader::VerifyOptions options) {
+Expected<hotlink::Verified> verify_for_target(const std::vector<std::uint8_t> &bytes, const std::string &name,
+                                             const std::string &target, hotlink::VerifyOptions options) {
   auto here = loads_here(target);
   if (!here)
     return here.take_error();
   if (*here)
-    return loader::verify(bytes, name, options);
+    return hotlink::verify(bytes, name, options);
   auto t = detail::resolve_target(target);
   if (!options.processor.empty() && !t->platform->processor)
     return make_error(ErrorCode::BadRequest, "a processor is for GPU device targets, not " + t->triple, name,
                       "--mcpu", "drop --mcpu, or verify for --target amdgcn-amd-amdhsa");
   options.format = t->format;
   options.arch = t->arch;
-  auto v = loader::verify(bytes, name, options);
+  auto v = hotlink::verify(bytes, name, options);
   if (!v)
     return v;
   if (t->platform->check_artifact)

@@ -7,7 +7,7 @@
 #pragma once
 
 #include "base/error.h"
-#include "loader/loader.h"
+#include "verify/verify.h"
 
 #include <cstdint>
 #include <string>
@@ -17,12 +17,12 @@
 namespace hotlink {
 
 // `target`: a triple of supported_targets() ("" = this host). For this
-// host's format and arch it is loader::verify; for another, its format and
+// host's format and arch it is hotlink::verify; for another, its format and
 // arch replace the host's, imports are not resolved, and the target's
 // platform checks follow. Errors name the artifact (BadRequest naming
 // --target for an unknown triple).
-Expected<loader::Verified> verify_for_target(const std::vector<std::uint8_t> &bytes, const std::string &name,
-                                             const std::string &target, loader::VerifyOptions options = {});
+Expected<hotlink::Verified> verify_for_target(const std::vector<std::uint8_t> &bytes, const std::string &name,
+                                             const std::string &target, hotlink::VerifyOptions options = {});
 
 // What an artifact's own metadata says of it and of each entry point, in
 // the metadata's order (a GPU code object: "target_id" = "gfx90a",

@@ -76,11 +76,6 @@ std::wstring without_extension(const std::wstring &path) {
 
 } // namespace
 
-std::optional<Unresolved> unresolved_import(const std::vector<std::string> &,
-                                            const std::vector<std::string> &) {
-  return std::nullopt; // the PE loader binds imports by DLL; LoadLibraryExW reports them
-}
-
 Library::~Library() {
   if (handle_)
     FreeLibrary(static_cast<HMODULE>(handle_));

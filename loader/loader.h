@@ -1,12 +1,8 @@
 // Verifying and loading artifacts.
 //
 // Contract:
-// - verify() reads an artifact's bytes and never maps them: it refuses what
-//   is not a shared object of the host's format and architecture, lacks a
-//   required export, differs from an expected hash, or imports what the
-//   running process cannot provide, each as a named ErrorCode
-//   (NotASharedObject, FormatMismatch, ArchMismatch, MissingExport,
-//   HashMismatch, UnresolvedSymbol) naming the artifact and the symbol.
+// - Every artifact is verified first (verify/verify.h, beneath the loader
+//   and the linker alike); nothing here maps bytes that were not.
 // - load_private() maps a private copy: a uniquely named real file (on
 //   Linux in a per-process directory, mode 0700: in the post-mortem store
 //   by default, else on tmpfs; named NAME.N.<hash>.so; on Windows a
@@ -25,8 +21,7 @@
 
 #include "base/error.h"
 #include "trust/blake3.h"
-#include "trust/signature.h"
-#include "exports/symbols.h"
+#include "verify/verify.h"
 
 #include <chrono>
 #include <cstdint>
@@ -37,48 +32,6 @@
 
 namespace hotlink::loader {
 
-struct VerifyOptions {
-  std::vector<std::string> expected_exports;
-  std::string sha256; // hex; empty = not checked
-  std::string blake3; // hex; empty = not checked
-  // Report imports that neither this process nor the artifact's DT_NEEDED
-  // libraries define (checked with dlsym; the needed libraries are opened
-  // as its load would open them), and needed libraries that cannot be
-  // loaded.
-  bool check_imports = true;
-  // Non-empty: the artifact must come with a statement (trust/signature.h)
-  // signed by one of these keys, whose BLAKE3, size and export list it
-  // matches; otherwise it is refused (Unsigned, UntrustedSigner,
-  // BadSignature, HashMismatch, MissingExport) before anything parses it.
-  std::vector<signature::PublicKey> trusted_keys;
-  std::string statement; // e.g. a cache manifest or a `hotlink sign` .sig file
-  // The format and arch the artifact must have; Unknown = this host's.
-  // For an artifact of another target (a DLL on the Linux host that linked
-  // it), nothing is resolved against this process (check_imports is not
-  // applied): linker/verify.h adds that target's own structural checks.
-  exports::Format format = exports::Format::Unknown;
-  exports::Arch arch = exports::Arch::Unknown;
-  // For targets whose artifacts are built for one processor (a GPU code
-  // object: an AMD target ID such as "gfx90a:xnack+"): the processor the
-  // artifact must run on. Checked by linker/verify.h's verify_for_target.
-  std::string processor;
-};
-
-struct Verified {
-  exports::ArtifactInfo info;
-  // Of the bytes: the hash that was checked; BLAKE3 when none was (the
-  // other is left empty: compute it with sha256_hex / blake3_hex if needed).
-  std::string sha256, blake3;
-  std::string signer; // hex of the trusted key that signed it, if required
-};
-
-Expected<Verified> verify(const std::vector<std::uint8_t> &bytes, const std::string &name,
-                          const VerifyOptions &options = {});
-
-// Reads a file and verifies it. Errors name the path.
-Expected<std::vector<std::uint8_t>> read_artifact_file(const std::string &path);
-
-std::string sha256_hex(const std::vector<std::uint8_t> &bytes);
 using trust::blake3_hex; // trust/blake3.h: the one BLAKE3 helper
 
 struct LoadOptions {

@@ -365,7 +365,7 @@ void bind_linking(py::module_ &m) {
       [](const py::bytes &data, const std::string &name, const std::optional<std::string> &target,
          const std::optional<std::string> &mcpu, const std::vector<std::string> &expected) {
         std::vector<std::uint8_t> bytes = bytes_of(data);
-        loader::VerifyOptions options;
+        hotlink::VerifyOptions options;
         options.expected_exports = expected;
         options.processor = mcpu.value_or("");
         Expected<ArtifactDescription> described = [&]() -> Expected<ArtifactDescription> {
@@ -428,12 +428,12 @@ void bind_cache_and_loading(py::module_ &m) {
       [](const py::bytes &data, const std::string &name, const std::vector<std::string> &expected,
          const std::optional<std::string> &blake3) {
         std::vector<std::uint8_t> bytes = bytes_of(data);
-        loader::VerifyOptions options;
+        hotlink::VerifyOptions options;
         options.expected_exports = expected;
         options.blake3 = blake3.value_or("");
         Expected<std::unique_ptr<loader::Library>> lib = [&]() -> Expected<std::unique_ptr<loader::Library>> {
           py::gil_scoped_release unlocked;
-          auto verified = loader::verify(bytes, name, options);
+          auto verified = hotlink::verify(bytes, name, options);
           if (!verified)
             return verified.take_error();
           return loader::load_private(bytes, name);

@@ -173,7 +173,7 @@ int main(int argc, char **argv) {
 
   // 3. Before the image goes to the driver: what the HSA loader checks.
   t0 = std::chrono::steady_clock::now();
-  hotlink::loader::VerifyOptions verify;
+  hotlink::VerifyOptions verify;
   verify.processor = processor;
   verify.expected_exports = {"saxpy"};
   auto verified = hotlink::verify_for_target(r.artifact, "saxpy.hsaco", kTriple, verify);

@@ -159,7 +159,7 @@ TEST(Amdgpu, DeviceLibrariesResolveOcmlFromAnObject) {
   EXPECT_NE(std::find(res.runtime.begin(), res.runtime.end(), "ocml.bc"), res.runtime.end());
   EXPECT_NE(std::find(res.runtime.begin(), res.runtime.end(), "oclc_isa_version_90a.bc"), res.runtime.end());
   std::string path = save(dir, "wave.hsaco", res.artifact);
-  loader::VerifyOptions options;
+  hotlink::VerifyOptions options;
   options.expected_exports = {"wave"};
   options.processor = "gfx90a";
   auto v = verify_for_target(res.artifact, path, kTriple, options);

@@ -8,7 +8,7 @@
 #include "linker/platforms/platform.h"
 #include "linker/linker.h"
 #include "linker/service.h"
-#include "loader/structure.h"
+#include "verify/structure.h"
 #include "test/support.h"
 
 #include "llvm/Object/Archive.h"
@@ -203,7 +203,7 @@ TEST_P(MachOStructure, DylibHasWhatDyldNeeds) {
   std::string triple = GetParam(), path;
   Bytes dylib = link_dylib(triple, path);
   ASSERT_FALSE(dylib.empty());
-  auto s = loader::check_macho_dylib(dylib, path);
+  auto s = hotlink::check_macho_dylib(dylib, path);
   ASSERT_TRUE(s.ok()) << s.error().to_string();
   bool arm = triple.rfind("arm64", 0) == 0;
   EXPECT_EQ(s->arch, arm ? "arm64" : "x86_64");
@@ -235,18 +235,18 @@ TEST_P(MachOStructure, RefusesDamagedImages) {
   Bytes dylib = link_dylib(triple, path);
   ASSERT_FALSE(dylib.empty());
   Bytes truncated(dylib.begin(), dylib.begin() + dylib.size() / 2);
-  EXPECT_FALSE(loader::check_macho_dylib(truncated, path).ok());
+  EXPECT_FALSE(hotlink::check_macho_dylib(truncated, path).ok());
   if (triple.rfind("arm64", 0) == 0) {
     Bytes patched = dylib;
     patched[0x4000 - 1] ^= 0xff; // inside the first signed page
-    auto r = loader::check_macho_dylib(patched, path);
+    auto r = hotlink::check_macho_dylib(patched, path);
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.error().symbol, "LC_CODE_SIGNATURE");
     EXPECT_NE(r.error().message.find("hash does not match"), std::string::npos)
         << r.error().message;
   }
   Bytes object = test::compile_c(triple, kMachOKernel);
-  auto r = loader::check_macho_dylib(object, "kernel.o");
+  auto r = hotlink::check_macho_dylib(object, "kernel.o");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code, ErrorCode::NotASharedObject);
 }

@@ -61,7 +61,7 @@ int main(int argc, char **argv) {
   if (!work || !spin || !abort_in_kernel || !bad)
     return 2;
   if (mode == "private") {
-    auto bytes = read_artifact_file(argv[2]);
+    auto bytes = hotlink::read_artifact_file(argv[2]);
     if (!bytes)
       return fail(bytes.error());
     auto lib = load_private(bytes.value(), argv[2]);

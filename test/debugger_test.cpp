@@ -272,7 +272,7 @@ TEST(PostMortem, TheStoreIsBoundedInBytesAndAge) {
   std::string store = test::temp_dir() + "/kept";
   std::string dir = test::temp_dir();
   std::string v1 = debug_kernel(dir, 1);
-  auto bytes = loader::read_artifact_file(v1);
+  auto bytes = hotlink::read_artifact_file(v1);
   ASSERT_TRUE(bytes.ok());
   loader::LoadOptions o;
   o.keep_images = store;
@@ -337,7 +337,7 @@ TEST(PostMortem, AStoreThatCannotBeUsedIsAWarningNotAFailedLoad) {
 TEST(LoadFiles, EachVersionIsARealFileThatLivesAsLongAsItIsMapped) {
   std::string dir = test::temp_dir();
   std::string v1 = debug_kernel(dir, 1);
-  auto bytes = loader::read_artifact_file(v1);
+  auto bytes = hotlink::read_artifact_file(v1);
   ASSERT_TRUE(bytes.ok());
   std::string path;
   loader::LoadOptions off;

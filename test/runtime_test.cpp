@@ -858,9 +858,9 @@ TEST(Runtime, TheLoaderNamesANeededLibraryItCannotLoad) {
   req.libraries = {dir + "/libhotlink-dep.so"};
   LinkResult r = link_to(dir + "/k.so", req);
   ASSERT_TRUE(r.ok()) << r.error->to_string();
-  auto bytes = loader::read_artifact_file(dir + "/k.so");
+  auto bytes = hotlink::read_artifact_file(dir + "/k.so");
   ASSERT_TRUE(bytes.ok());
-  auto v = loader::verify(bytes.value(), "k.so");
+  auto v = hotlink::verify(bytes.value(), "k.so");
   ASSERT_FALSE(v.ok());
   EXPECT_EQ(v.error().code, ErrorCode::UnresolvedSymbol);
   EXPECT_EQ(v.error().symbol, "libhotlink-dep.so");
@@ -871,8 +871,8 @@ TEST(Runtime, TheLoaderNamesANeededLibraryItCannotLoad) {
                                      {"f"});
   LinkResult u = link_to(dir + "/u.so", undefined);
   ASSERT_TRUE(u.ok());
-  auto ub = loader::read_artifact_file(dir + "/u.so");
-  auto uv = loader::verify(ub.value(), "u.so");
+  auto ub = hotlink::read_artifact_file(dir + "/u.so");
+  auto uv = hotlink::verify(ub.value(), "u.so");
   ASSERT_FALSE(uv.ok());
   EXPECT_EQ(uv.error().symbol, "nowhere_defined");
 }

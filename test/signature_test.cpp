@@ -50,10 +50,10 @@ TEST(Signature, TrustedSignatureOverTheBytesIsAccepted) {
   EXPECT_EQ(c->signer.hex(), key.public_key().hex());
   EXPECT_EQ(c->exports, (std::vector<std::string>{"f", "f_argv"}));
 
-  loader::VerifyOptions o;
+  hotlink::VerifyOptions o;
   o.trusted_keys = {key.public_key()};
   o.statement = st;
-  auto v = loader::verify(so, "k.so", o);
+  auto v = hotlink::verify(so, "k.so", o);
   ASSERT_TRUE(v.ok()) << v.error().to_string();
   EXPECT_EQ(v->signer, key.public_key().hex());
 }
@@ -64,10 +64,10 @@ TEST(Signature, EachWayOfNotBeingTrustedIsRefusedWithItsOwnCode) {
   std::string json = signature::artifact_statement_json(so, "k.so", {"f", "f_argv"}, host_target());
   std::vector<PublicKey> trust{key.public_key()};
   auto code = [&](const Bytes &bytes, const std::string &st) {
-    loader::VerifyOptions o;
+    hotlink::VerifyOptions o;
     o.trusted_keys = trust;
     o.statement = st;
-    auto v = loader::verify(bytes, "k.so", o);
+    auto v = hotlink::verify(bytes, "k.so", o);
     return v.ok() ? std::string("accepted") : std::string(to_string(v.error().code));
   };
   std::string good = signature::add_signature(signature::seal(json), key);

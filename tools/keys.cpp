@@ -68,7 +68,7 @@ int sign(int argc, char **argv) {
   auto key = hotlink::signature::read_secret_key(key_path);
   if (!key)
     return print_error(key.error(), json);
-  auto bytes = hotlink::loader::read_artifact_file(artifact);
+  auto bytes = hotlink::read_artifact_file(artifact);
   if (!bytes)
     return print_error(bytes.error(), json);
   auto info = hotlink::exports::read_artifact(bytes->data(), bytes->size(), artifact);

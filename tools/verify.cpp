@@ -81,7 +81,7 @@ namespace {
 
 using hotlink::loader::ExpectedAbi;
 using hotlink::loader::Library;
-using hotlink::loader::VerifyOptions;
+using hotlink::VerifyOptions;
 namespace halide_abi = hotlink::loader::halide_abi;
 
 // What `verify` reads from its command line.
@@ -298,7 +298,7 @@ int verify(int argc, char **argv) {
   llvm::json::Object out{{"artifact", a.artifact}};
   std::vector<std::string> exports_list;
   llvm::json::Array metas;
-  auto bytes = hotlink::loader::read_artifact_file(a.artifact);
+  auto bytes = hotlink::read_artifact_file(a.artifact);
   std::optional<hotlink::Error> refusal = bytes ? read_statement(a) : bytes.error();
   if (!refusal && a.target.empty() && !a.opts.processor.empty())
     if (auto art = hotlink::exports::read_artifact(bytes->data(), bytes->size(), a.artifact))
@@ -311,7 +311,7 @@ int verify(int argc, char **argv) {
       exports_list = v->info.exports;
       if (!v->signer.empty())
         out["signer"] = v->signer;
-      out["sha256"] = v->sha256.empty() ? hotlink::loader::sha256_hex(bytes.value()) : v->sha256;
+      out["sha256"] = v->sha256.empty() ? hotlink::sha256_hex(bytes.value()) : v->sha256;
       out["blake3"] = v->blake3.empty() ? hotlink::loader::blake3_hex(bytes.value()) : v->blake3;
       add_description(a, bytes.value(), out);
       std::string usage;

@@ -24,7 +24,7 @@
 #include "linker/job.h"
 #include "linker/linker.h"
 #include "linker/verify.h"
-#include "loader/loader.h"
+#include "verify/verify.h"
 
 #include "llvm/Support/MemoryBuffer.h"
 
@@ -195,9 +195,9 @@ struct Platform {
   std::vector<std::uint8_t> (*warm_up_object)(const TargetInfo &target) = nullptr;
   // What this platform's own loader would refuse in an artifact that this
   // host cannot load, checked without loading it (linker/verify.h); null
-  // where the format and export checks of loader::verify are all there is.
+  // where the format and export checks of hotlink::verify are all there is.
   std::optional<Error> (*check_artifact)(const std::vector<std::uint8_t> &bytes, const std::string &name,
-                                         const loader::VerifyOptions &options) = nullptr;
+                                         const hotlink::VerifyOptions &options) = nullptr;
   // What the artifact's (or an object's) own metadata says of each entry
   // point (a GPU kernel's resources), or null where a format has none.
   Expected<ArtifactDescription> (*describe)(const std::vector<std::uint8_t> &bytes,

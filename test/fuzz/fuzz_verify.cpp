@@ -1,10 +1,10 @@
-// The static verifier over arbitrary bytes: loader::verify (format, arch,
+// The static verifier over arbitrary bytes: hotlink::verify (format, arch,
 // exports, hash, imports; it never maps what it reads), the Mach-O
 // structural checks, and the signed-statement parser that reads what a
 // remote cache serves. None may crash; every refusal names the artifact.
 #include "loader/loader.h"
 #include "trust/signature.h"
-#include "loader/structure.h"
+#include "verify/structure.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -20,13 +20,13 @@ void named(const hotlink::Error &e, const char *name, const char *what) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size) {
   std::vector<std::uint8_t> bytes(data, data + size);
-  hotlink::loader::VerifyOptions options;
+  hotlink::VerifyOptions options;
   options.expected_exports = {"f", "f_argv"};
   options.blake3 = hotlink::loader::blake3_hex(bytes); // passes: the parse is what is fuzzed
-  auto v = hotlink::loader::verify(bytes, "fuzz.so", options);
+  auto v = hotlink::verify(bytes, "fuzz.so", options);
   if (!v)
     named(v.error(), "fuzz.so", "verify");
-  auto m = hotlink::loader::check_macho_dylib(bytes, "fuzz.dylib");
+  auto m = hotlink::check_macho_dylib(bytes, "fuzz.dylib");
   if (!m)
     named(m.error(), "fuzz.dylib", "check_macho_dylib");
   std::string text(reinterpret_cast<const char *>(data), size);

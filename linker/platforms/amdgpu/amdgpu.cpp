@@ -359,7 +359,7 @@ std::unique_ptr<PlatformLink> start(const TargetInfo &target, const LinkRequest 
 
 // What the HSA loader requires of a code object, checked on its bytes.
 std::optional<Error> check_artifact(const std::vector<std::uint8_t> &bytes, const std::string &name,
-                                    const loader::VerifyOptions &options) {
+                                    const hotlink::VerifyOptions &options) {
   auto co = amdgpu::read_code_object(bytes.data(), bytes.size(), name);
   if (!co)
     return co.take_error();

@@ -5,7 +5,7 @@
 
 #include "exports/writers.h"
 #include "linker/plan.h"
-#include "loader/structure.h"
+#include "verify/structure.h"
 
 #include "llvm/TargetParser/Triple.h"
 
@@ -81,12 +81,12 @@ bool serves(const llvm::Triple &t, TargetInfo &info) {
 
 std::unique_ptr<PlatformLink> start(const TargetInfo &, const LinkRequest &) { return std::make_unique<MachOLink>(); }
 
-// What dyld needs (loader/structure.h): an MH_DYLIB with its install
+// What dyld needs (verify/structure.h): an MH_DYLIB with its install
 // name, build version, a way to bind its imports, and on arm64 an ad-hoc
 // code signature whose page hashes match.
 std::optional<Error> check_artifact(const std::vector<std::uint8_t> &bytes, const std::string &name,
-                                    const loader::VerifyOptions &) {
-  auto s = loader::check_macho_dylib(bytes, name);
+                                    const hotlink::VerifyOptions &) {
+  auto s = hotlink::check_macho_dylib(bytes, name);
   if (!s)
     return s.take_error();
   return std::nullopt;

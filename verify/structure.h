@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-namespace hotlink::loader {
+namespace hotlink {
 
 struct MachOStructure {
   std::string arch;          // "x86_64" or "arm64"
@@ -36,4 +36,4 @@ struct MachOStructure {
 Expected<MachOStructure> check_macho_dylib(const std::vector<std::uint8_t> &bytes,
                                            const std::string &name);
 
-} // namespace hotlink::loader
+} // namespace hotlink

@@ -1,4 +1,4 @@
-#include "loader/structure.h"
+#include "verify/structure.h"
 
 #include "exports/recovery.h"
 
@@ -8,7 +8,7 @@
 #include "llvm/Object/MachO.h"
 #include "llvm/Support/SHA256.h"
 
-namespace hotlink::loader {
+namespace hotlink {
 
 namespace {
 
@@ -182,4 +182,4 @@ Expected<MachOStructure> check_macho_dylib(const std::vector<std::uint8_t> &byte
                                                [&] { return check_unguarded(bytes, name); });
 }
 
-} // namespace hotlink::loader
+} // namespace hotlink
