@@ -20,13 +20,10 @@ std::vector<std::string> names(const char *const *list, size_t count) {
 // Verifies `bytes` with `options` and maps a private copy named `name`.
 hotlink_library *verify_and_map(const std::vector<std::uint8_t> &bytes, const std::string &name,
                                 const hotlink::VerifyOptions &options, hotlink_error **error) {
-  auto verified = hotlink::verify(bytes, name, options);
-  if (!verified)
-    return capi::report(error, verified.take_error()), nullptr;
-  auto lib = loader::load_private(bytes, name);
-  if (!lib)
-    return capi::report(error, lib.take_error()), nullptr;
-  return new hotlink_library{std::move(*lib)};
+  auto loaded = loader::load_verified(bytes, name, options);
+  if (!loaded)
+    return capi::report(error, loaded.take_error()), nullptr;
+  return new hotlink_library{std::move(loaded->library)};
 }
 
 using Pin = loader::HotModule::Pin;

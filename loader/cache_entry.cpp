@@ -22,10 +22,10 @@ VerifyOptions verify_options(const cache::Entry &entry, const std::vector<signat
 
 Expected<std::unique_ptr<Library>> load(const cache::Entry &entry,
                                         const std::vector<signature::PublicKey> &trusted) {
-  auto v = verify(entry.artifact.bytes, entry_name(entry), verify_options(entry, trusted));
-  if (!v)
-    return v.take_error();
-  return load_private(entry.artifact.bytes, entry_name(entry));
+  auto loaded = load_verified(entry.artifact.bytes, entry_name(entry), verify_options(entry, trusted));
+  if (!loaded)
+    return loaded.take_error();
+  return std::move(loaded->library);
 }
 
 std::optional<Error> reload(HotModule &module, const cache::Entry &entry,

@@ -27,20 +27,6 @@ struct HotModule::Version {
 
 HotModule::HotModule(ModuleOptions options) : options_(std::move(options)) {}
 
-namespace {
-
-// "out/kernel.so", version 3, hash "9f2c41d0..." -> "kernel.v3.9f2c41d0.so".
-std::string version_file_name(const std::string &name, std::uint64_t number, const std::string &hash) {
-  std::string file = name.substr(name.rfind('/') + 1);
-  std::size_t so = file.find(".so");
-  std::size_t dot = so != std::string::npos && so > 0 ? so : file.rfind('.');
-  std::string stem = dot == std::string::npos || dot == 0 ? file : file.substr(0, dot);
-  std::string ext = dot == std::string::npos || dot == 0 ? std::string(".so") : file.substr(dot);
-  return stem + ".v" + std::to_string(number) + "." + hash.substr(0, 8) + ext;
-}
-
-} // namespace
-
 HotModule::~HotModule() {
   // Oldest first: a forwarded version's finalizers may jump into newer ones.
   for (auto &v : versions_)
@@ -171,32 +157,31 @@ Expected<std::unique_ptr<HotModule::Version>> HotModule::map_version(const std::
   vo.expected_exports.insert(vo.expected_exports.end(), entries_.begin(), entries_.end());
   if (options_.abi && !options_.metadata_symbol.empty())
     vo.expected_exports.push_back(options_.metadata_symbol);
-  auto verified = verify(bytes, name, vo);
-  if (!verified)
-    return verified.take_error();
   // 2. Map a private copy, named after the version.
-  std::string identity = verified->sha256.empty() ? "blake3:" + verified->blake3 : verified->sha256;
   LoadOptions load = options_.load;
-  load.file_name = version_file_name(name, next_number_, verified->sha256.empty() ? verified->blake3 : verified->sha256);
-  auto lib = load_private(bytes, name, load);
-  if (!lib)
-    return lib.take_error();
+  load.version = next_number_;
+  auto loaded = load_verified(bytes, name, vo, load);
+  if (!loaded)
+    return loaded.take_error();
+  const Verified *verified = &loaded->verified;
+  std::string identity = verified->sha256.empty() ? "blake3:" + verified->blake3 : verified->sha256;
+  std::unique_ptr<Library> &lib = loaded->library;
   // 3. The ABI, before any reader can see the version.
   if (options_.abi)
-    if (auto err = check_abi(*lib.value(), options_.metadata_symbol, *options_.abi))
+    if (auto err = check_abi(*lib, options_.metadata_symbol, *options_.abi))
       return *err; // lib unmaps here
   void *slots[kMaxEntries] = {};
   for (std::size_t i = 0; i < entries_.size(); ++i)
-    if (!(slots[i] = lib.value()->symbol(entries_[i])))
+    if (!(slots[i] = lib->symbol(entries_[i])))
       return make_error(ErrorCode::MissingExport, "is not resolvable in the mapped image", name, entries_[i]);
   // 4. Its state variables, where they are mapped.
-  auto state = state_variables(bytes, name, lib.value()->base());
+  auto state = state_variables(bytes, name, lib->base());
   if (!state)
     return state.take_error();
   // 5. Its functions, for forwarding.
   std::unique_ptr<ForwardImage> forward;
   if (options_.forward_old_versions && forwarding_off_.empty()) {
-    auto image = forward_image(bytes, name, *lib.value(), next_number_);
+    auto image = forward_image(bytes, name, *lib, next_number_);
     if (image)
       forward = std::move(image.value());
     else
@@ -208,7 +193,7 @@ Expected<std::unique_ptr<HotModule::Version>> HotModule::map_version(const std::
     v->slots[i].store(slots[i], std::memory_order_relaxed);
   v->state = std::move(state.value());
   v->forward = std::move(forward);
-  v->lib = std::move(lib.value());
+  v->lib = std::move(lib);
   return v;
 }
 

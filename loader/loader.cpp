@@ -1,9 +1,41 @@
 #include "loader/loader.h"
 #include "loader/halide_abi.h"
 
+#include <atomic>
 #include <string>
 
 namespace hotlink::loader {
+
+namespace {
+
+// NAME.vN.<hash>.EXT for a HotModule's version N, else NAME.K.<hash>.EXT.
+std::string copy_file_name(const std::string &name, std::uint64_t version, const std::string &hash) {
+  static std::atomic<std::uint64_t> count{0};
+  std::string file = name.substr(name.rfind('/') + 1);
+  std::size_t so = file.find(".so");
+  std::size_t dot = so != std::string::npos && so > 0 ? so : file.rfind('.');
+  std::string stem = dot == std::string::npos || dot == 0 ? file : file.substr(0, dot);
+  std::string ext = dot == std::string::npos || dot == 0 ? std::string(".so") : file.substr(dot);
+  std::string number = version ? "v" + std::to_string(version) : std::to_string(++count);
+  return stem + "." + number + "." + hash.substr(0, 8) + ext;
+}
+
+} // namespace
+
+Expected<VerifiedLibrary> load_verified(const std::vector<std::uint8_t> &bytes, const std::string &name,
+                                        const VerifyOptions &verify_options, const LoadOptions &load_options) {
+  auto verified = verify(bytes, name, verify_options);
+  if (!verified)
+    return verified.take_error();
+  LoadOptions load = load_options;
+  if (load.file_name.empty())
+    load.file_name = copy_file_name(name, load.version,
+                                    verified->sha256.empty() ? verified->blake3 : verified->sha256);
+  auto lib = load_private(bytes, name, load);
+  if (!lib)
+    return lib.take_error();
+  return VerifiedLibrary{std::move(lib.value()), std::move(verified.value())};
+}
 
 std::optional<Error> check_abi(const Library &lib, const std::string &metadata_symbol,
                                const ExpectedAbi &expected) {

@@ -50,6 +50,9 @@ struct LoadOptions {
   // are removed first (never one this process has mapped).
   std::uint64_t keep_max_bytes = 256ull << 20;
   std::chrono::seconds keep_max_age{14 * 24 * 3600};
+  // load_verified: a HotModule's version number; the copy is then named
+  // NAME.vN.<hash>.EXT (0: NAME.K.<hash>.EXT, K a per-process count).
+  std::uint64_t version = 0;
 };
 
 // An address range of a mapped image: [start, end).
@@ -90,6 +93,18 @@ private:
 Expected<std::unique_ptr<Library>> load_private(const std::vector<std::uint8_t> &bytes,
                                                 const std::string &name,
                                                 const LoadOptions &options = {});
+
+// The one verified load every caller uses (the C API, the Python package,
+// the CLI, cache entries, HotModule): verify(bytes, name, verify_options),
+// then a private copy mapped, named from the identity verify() computed
+// (not hashed again). What verify() learned comes back with the library.
+struct VerifiedLibrary {
+  std::unique_ptr<Library> library;
+  Verified verified;
+};
+Expected<VerifiedLibrary> load_verified(const std::vector<std::uint8_t> &bytes, const std::string &name,
+                                        const VerifyOptions &verify_options = {},
+                                        const LoadOptions &load_options = {});
 
 struct AbiArgument {
   std::string name;

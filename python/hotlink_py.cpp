@@ -433,10 +433,10 @@ void bind_cache_and_loading(py::module_ &m) {
         options.blake3 = blake3.value_or("");
         Expected<std::unique_ptr<loader::Library>> lib = [&]() -> Expected<std::unique_ptr<loader::Library>> {
           py::gil_scoped_release unlocked;
-          auto verified = hotlink::verify(bytes, name, options);
-          if (!verified)
-            return verified.take_error();
-          return loader::load_private(bytes, name);
+          auto loaded = loader::load_verified(bytes, name, options);
+          if (!loaded)
+            return loaded.take_error();
+          return std::move(loaded->library);
         }();
         return Library{take(std::move(lib))};
       },

@@ -227,9 +227,10 @@ std::optional<hotlink::Error> read_metadata(const Library &lib, const std::vecto
 std::optional<hotlink::Error> load_and_report(VerifyArgs &a, const std::vector<std::uint8_t> &bytes,
                                               const std::vector<std::string> &exports_list,
                                               llvm::json::Array &metas, std::string &usage) {
-  auto lib = hotlink::loader::load_private(bytes, a.artifact);
-  if (!lib)
-    return lib.error();
+  auto loaded = hotlink::loader::load_verified(bytes, a.artifact, a.opts);
+  if (!loaded)
+    return loaded.error();
+  const std::unique_ptr<hotlink::loader::Library> &lib = loaded->library;
   std::vector<std::string> meta_syms;
   for (const std::string &e : exports_list)
     if (e.size() > 9 && e.compare(e.size() - 9, 9, "_metadata") == 0)
@@ -241,10 +242,10 @@ std::optional<hotlink::Error> load_and_report(VerifyArgs &a, const std::vector<s
       usage = "name the metadata entry point with --metadata";
       return std::nullopt;
     }
-    if (auto err = check_abi(*lib.value(), a.metadata, a.abi))
+    if (auto err = check_abi(*lib, a.metadata, a.abi))
       return err;
   }
-  return read_metadata(*lib.value(), meta_syms, a.artifact, metas);
+  return read_metadata(*lib, meta_syms, a.artifact, metas);
 }
 
 int print_result(const VerifyArgs &a, llvm::json::Object out, const std::optional<hotlink::Error> &refusal,
