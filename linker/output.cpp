@@ -95,10 +95,14 @@ Expected<OutputReservation> OutputReservation::reserve(const std::string &path, 
     return r;
   }
   // An unnamed file in the destination directory, named only when it is
-  // complete (commit()): a link killed before that leaves nothing behind.
-  r.fd_ = ::open(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+  // complete (commit(), through /proc/self/fd: without /proc it could not
+  // be named): a link killed before that leaves nothing behind.
+  static const bool can_name = ::access("/proc/self/fd", X_OK) == 0;
+  r.fd_ = can_name ? ::open(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600) : -1;
   if (r.fd_ >= 0)
     return r;
+  if (!can_name)
+    errno = EOPNOTSUPP;
   if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL && errno != ENOENT)
     return r.cannot_reserve(dir.str().str(), errno);
   if (errno == ENOENT && !llvm::sys::fs::is_directory(dir))
