@@ -1,6 +1,7 @@
 // The target table, and what every platform shares: the plan context's
 // queries and the default -l lookup.
 #include "linker/platforms/platform.h"
+#include "base/memo.h"
 
 #include "exports/object_file.h"
 #include "linker/plan.h"
@@ -60,20 +61,12 @@ Expected<TargetInfo> resolve_uncached(const std::string &spelled) {
 
 // Memoized: a JIT names the same one or two triples in every request.
 Expected<TargetInfo> resolve_target(const std::string &spelled) {
-  static std::mutex mu;
-  static std::map<std::string, TargetInfo> known;
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    auto it = known.find(spelled);
-    if (it != known.end())
-      return it->second;
-  }
+  static base::Memo<std::string, TargetInfo> known(64);
+  if (auto hit = known.find(spelled))
+    return *hit;
   auto info = resolve_uncached(spelled);
-  if (info) {
-    std::lock_guard<std::mutex> lock(mu);
-    if (known.size() < 64)
-      known.emplace(spelled, info.value());
-  }
+  if (info)
+    known.keep(spelled, info.value());
   return info;
 }
 

@@ -1,4 +1,5 @@
 #include "linker/platforms/amdgpu/device_libs.h"
+#include "base/memo.h"
 
 #include "linker/platforms/clang_driver.h"
 
@@ -23,16 +24,8 @@ std::string debian_device_libs() {
 }
 
 template <class K, class V, class F> Expected<V> memoized(const K &key, F compute) {
-  static std::mutex mu;
-  static std::map<K, V> known;
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = known.find(key);
-  if (it != known.end())
-    return it->second;
-  auto v = compute();
-  if (v)
-    known.emplace(key, *v);
-  return v;
+  static base::Memo<K, V> known;
+  return known.compute_once(key, compute);
 }
 
 } // namespace

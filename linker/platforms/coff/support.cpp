@@ -1,4 +1,5 @@
 #include "linker/platforms/coff/support.h"
+#include "base/memo.h"
 
 #include "linker/codegen.h"
 
@@ -116,15 +117,10 @@ std::vector<std::string> support_symbols(const TargetInfo &target) {
 
 Expected<std::vector<std::uint8_t>> support_object(const TargetInfo &target,
                                                    const std::string &symbol) {
-  static std::mutex mu;
-  static std::map<std::string, std::vector<std::uint8_t>> memo;
+  static base::Memo<std::string, std::vector<std::uint8_t>> memo;
   std::string key = target.triple + "/" + symbol;
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    auto it = memo.find(key);
-    if (it != memo.end())
-      return it->second;
-  }
+  if (auto hit = memo.find(key))
+    return *hit;
   std::string source;
   if (symbol == fltused_name(target.arch)) {
     source = fltused_source(symbol);
@@ -143,10 +139,8 @@ Expected<std::vector<std::uint8_t>> support_object(const TargetInfo &target,
     return make_error(ErrorCode::Internal, "no support object '" + symbol +
                                                "' for " + target.triple);
   auto obj = assemble(target.triple, source);
-  if (!obj)
-    return obj;
-  std::lock_guard<std::mutex> lock(mu);
-  memo.emplace(key, obj.value());
+  if (obj)
+    memo.keep(key, obj.value());
   return obj;
 }
 

@@ -1,4 +1,5 @@
 #include "linker/platforms/coff/sysroot.h"
+#include "base/memo.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Object/Archive.h"
@@ -62,14 +63,9 @@ std::shared_ptr<const ArchiveIndex> archive_index(const std::string &path,
     return nullptr;
   fingerprint = path + ":" + std::to_string(st.getSize()) + ":" +
                 std::to_string(llvm::sys::toTimeT(st.getLastModificationTime()));
-  static std::mutex mu;
-  static std::map<std::string, std::shared_ptr<const ArchiveIndex>> memo;
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    auto it = memo.find(fingerprint);
-    if (it != memo.end())
-      return it->second;
-  }
+  static base::Memo<std::string, std::shared_ptr<const ArchiveIndex>> memo;
+  if (auto hit = memo.find(fingerprint))
+    return *hit;
   auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
   if (!buf)
     return nullptr;
@@ -101,8 +97,7 @@ std::shared_ptr<const ArchiveIndex> archive_index(const std::string &path,
       break;
   }
   llvm::consumeError(std::move(err));
-  std::lock_guard<std::mutex> lock(mu);
-  memo[fingerprint] = index;
+  memo.keep(fingerprint, index, /*replace=*/true);
   return index;
 }
 
@@ -212,22 +207,16 @@ std::optional<Layout> scan_layout(const std::string &root, Arch arch) {
 // a folder it looked at changed: the link path must not list the ~900
 // files of a mingw-w64 lib folder every time.
 std::optional<Layout> detect(const std::string &root, Arch arch) {
-  static std::mutex mu;
-  static std::map<std::string, Layout> memo;
+  static base::Memo<std::string, Layout> memo;
   std::string key = root + "|" + msvc_arch(arch);
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    auto it = memo.find(key);
-    if (it != memo.end() &&
-        std::all_of(it->second.visited.begin(), it->second.visited.end(),
-                    [](const auto &v) { return mtime_ns(v.first) == v.second; }))
-      return it->second;
-  }
+  auto unchanged = [](const Layout &l) {
+    return std::all_of(l.visited.begin(), l.visited.end(), [](const auto &v) { return mtime_ns(v.first) == v.second; });
+  };
+  if (auto hit = memo.find(key, unchanged))
+    return *hit;
   auto l = scan_layout(root, arch);
-  if (l) {
-    std::lock_guard<std::mutex> lock(mu);
-    memo[key] = *l;
-  }
+  if (l)
+    memo.keep(key, *l, /*replace=*/true);
   return l;
 }
 

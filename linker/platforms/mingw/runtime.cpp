@@ -1,4 +1,5 @@
 #include "linker/platforms/mingw/runtime.h"
+#include "base/memo.h"
 #include "base/clock.h"
 
 #include "linker/platforms/coff/sysroot.h"
@@ -90,26 +91,22 @@ std::string mingw_package(const TargetInfo &target) {
 
 Expected<std::shared_ptr<const MingwEnvironment>>
 mingw_environment(const TargetInfo &target, const std::string &sysroot, CxxLibrary cxx) {
-  static std::mutex mu;
-  static std::map<std::tuple<std::string, std::string, CxxLibrary>, std::shared_ptr<const MingwEnvironment>>
+  static base::Memo<std::tuple<std::string, std::string, CxxLibrary>, std::shared_ptr<const MingwEnvironment>>
       known;
-  auto key = std::make_tuple(target.triple, sysroot, cxx);
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = known.find(key);
-  if (it != known.end())
-    return it->second;
-  auto t0 = std::chrono::steady_clock::now();
-  auto line = driver_link_line(target, driver_sysroot(sysroot), RuntimeSelection{cxx});
-  if (!line)
-    return line.take_error();
-  auto env = std::make_shared<MingwEnvironment>();
-  env->triple = target.triple;
-  env->sysroot = sysroot;
-  env->cxx = cxx;
-  resolve(*env, *line, target);
-  env->build_ms = base::ms_since(t0);
-  known.emplace(key, env);
-  return std::shared_ptr<const MingwEnvironment>(env);
+  return known.compute_once(
+      std::make_tuple(target.triple, sysroot, cxx), [&]() -> Expected<std::shared_ptr<const MingwEnvironment>> {
+        auto t0 = std::chrono::steady_clock::now();
+        auto line = driver_link_line(target, driver_sysroot(sysroot), RuntimeSelection{cxx});
+        if (!line)
+          return line.take_error();
+        auto env = std::make_shared<MingwEnvironment>();
+        env->triple = target.triple;
+        env->sysroot = sysroot;
+        env->cxx = cxx;
+        resolve(*env, *line, target);
+        env->build_ms = base::ms_since(t0);
+        return std::shared_ptr<const MingwEnvironment>(env);
+      });
 }
 
 } // namespace hotlink::detail

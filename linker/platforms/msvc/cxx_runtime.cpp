@@ -1,4 +1,5 @@
 #include "linker/platforms/msvc/cxx_runtime.h"
+#include "base/memo.h"
 
 #include "linker/implib.h"
 #include "linker/codegen.h"
@@ -574,18 +575,14 @@ Expected<std::shared_ptr<const MsvcCxxRuntime>> build(const TargetInfo &target, 
 } // namespace
 
 Expected<std::shared_ptr<const MsvcCxxRuntime>> msvc_cxx_runtime(const TargetInfo &target, const std::string &crt) {
-  static std::mutex mu;
-  static std::map<std::string, std::shared_ptr<const MsvcCxxRuntime>> known;
-  std::string key = target.triple + "/" + crt;
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = known.find(key);
-  if (it != known.end())
-    return it->second;
-  auto rt = build(target, crt != "msvcrt");
-  if (!rt)
-    return rt.take_error();
-  known.emplace(key, rt.value());
-  return rt.value();
+  static base::Memo<std::string, std::shared_ptr<const MsvcCxxRuntime>> known;
+  return known.compute_once(target.triple + "/" + crt,
+                            [&]() -> Expected<std::shared_ptr<const MsvcCxxRuntime>> {
+                              auto rt = build(target, crt != "msvcrt");
+                              if (!rt)
+                                return rt.take_error();
+                              return std::shared_ptr<const MsvcCxxRuntime>(rt.value());
+                            });
 }
 
 bool is_exit_registration(const std::string &symbol) {

@@ -1,5 +1,6 @@
 // wasi-libc's link line from clang's driver (see wasi.h).
 #include "linker/platforms/wasm/wasi.h"
+#include "base/memo.h"
 #include "linker/platforms/clang_driver.h"
 #include "linker/platforms/elf/runtime.h" // file_fingerprint
 
@@ -100,16 +101,8 @@ Expected<std::shared_ptr<const WasiEnvironment>> compute(const TargetInfo &targe
 
 Expected<std::shared_ptr<const WasiEnvironment>> wasi_environment(const TargetInfo &target,
                                                                   const std::string &sysroot) {
-  static std::mutex mu;
-  static std::map<std::pair<std::string, std::string>, std::shared_ptr<const WasiEnvironment>> known;
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = known.find({target.triple, sysroot});
-  if (it != known.end())
-    return it->second;
-  auto env = compute(target, sysroot);
-  if (env)
-    known.emplace(std::make_pair(target.triple, sysroot), env.value());
-  return env;
+  static base::Memo<std::pair<std::string, std::string>, std::shared_ptr<const WasiEnvironment>> known;
+  return known.compute_once({target.triple, sysroot}, [&] { return compute(target, sysroot); });
 }
 
 } // namespace hotlink::detail
