@@ -39,10 +39,6 @@ unsigned process_umask() {
   return mask;
 }
 
-} // namespace
-
-namespace {
-
 // A temporary that a killed link can leave behind: the named fallback
 // below, ".BASE.hotlink-PID-....tmp".
 std::string temp_prefix(const std::string &base) { return "." + base + ".hotlink-"; }
