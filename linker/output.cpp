@@ -39,9 +39,16 @@ unsigned process_umask() {
   return mask;
 }
 
-// A temporary that a killed link can leave behind: the named fallback
-// below, ".BASE.hotlink-PID-....tmp".
+// A named temporary beside the output, ".BASE.hotlink-PID-STAMP-ATTEMPT.tmp":
+// the name an unnamed reservation gets just before its rename, or the
+// reservation itself where there is no O_TMPFILE. A killed link can leave
+// one behind.
 std::string temp_prefix(const std::string &base) { return "." + base + ".hotlink-"; }
+std::string temp_path(const std::string &dir, const std::string &base, int attempt) {
+  return dir + "/" + temp_prefix(base) + std::to_string(::getpid()) + "-" +
+         std::to_string(std::chrono::steady_clock::now().time_since_epoch().count() % 1000000007) + "-" +
+         std::to_string(attempt) + ".tmp";
+}
 
 // Removes the named temporaries of `base` in `dir` whose process is gone
 // (a link killed before it renamed its output), so that they do not pile
@@ -108,9 +115,7 @@ Expected<OutputReservation> OutputReservation::reserve(const std::string &path, 
   std::string base = llvm::sys::path::filename(path).str();
   sweep_dead_temporaries(dir.str().str(), base);
   for (int attempt = 0; attempt < 100 && r.fd_ < 0; ++attempt) {
-    r.temp_ = std::string(dir.str()) + "/" + temp_prefix(base) + std::to_string(::getpid()) + "-" +
-              std::to_string(std::chrono::steady_clock::now().time_since_epoch().count() % 1000000007) +
-              "-" + std::to_string(attempt) + ".tmp";
+    r.temp_ = temp_path(dir.str().str(), base, attempt);
     r.fd_ = ::open(r.temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (r.fd_ < 0 && errno != EEXIST)
       break;
@@ -173,8 +178,7 @@ std::optional<Error> OutputReservation::commit() {
     llvm::sys::path::remove_filename(dir);
     std::string proc = "/proc/self/fd/" + std::to_string(fd_);
     for (int attempt = 0; attempt < 100; ++attempt) {
-      std::string t = (dir.empty() ? std::string(".") : std::string(dir.str())) + "/" + temp_prefix(base) +
-                      std::to_string(::getpid()) + "-" + std::to_string(attempt) + ".tmp";
+      std::string t = temp_path(dir.empty() ? std::string(".") : dir.str().str(), base, attempt);
       if (::linkat(AT_FDCWD, proc.c_str(), AT_FDCWD, t.c_str(), AT_SYMLINK_FOLLOW) == 0) {
         temp_ = t;
         break;

@@ -32,19 +32,6 @@ namespace {
 
 // --- Names ----------------------------------------------------------------------
 
-std::string base_name(const std::string &name) { return name.substr(name.rfind('/') + 1); }
-
-// "kernel.so" -> {"kernel", ".so"}; "libz.so.1" -> {"libz", ".so.1"}.
-std::pair<std::string, std::string> split_extension(const std::string &file) {
-  std::size_t so = file.find(".so");
-  if (so != std::string::npos && so > 0)
-    return {file.substr(0, so), file.substr(so)};
-  std::size_t dot = file.rfind('.');
-  if (dot == std::string::npos || dot == 0)
-    return {file, ".so"};
-  return {file.substr(0, dot), file.substr(dot)};
-}
-
 // Keeps what a file name may hold in a path and a debugger's output.
 std::string clean(const std::string &s) {
   std::string out;
@@ -53,11 +40,6 @@ std::string clean(const std::string &s) {
   return out.empty() ? "artifact" : out;
 }
 
-std::string default_file_name(const std::vector<std::uint8_t> &bytes, const std::string &name) {
-  static std::atomic<std::uint64_t> count{0};
-  auto [stem, ext] = split_extension(clean(base_name(name)));
-  return stem + "." + std::to_string(++count) + "." + blake3_hex(bytes).substr(0, 8) + ext;
-}
 
 // The loaded segments of the image `handle` maps, and its base.
 void find_ranges(void *handle, std::uintptr_t &base, std::vector<ImageRange> &ranges) {
@@ -106,7 +88,8 @@ Expected<std::unique_ptr<Library>> load_private(const std::vector<std::uint8_t> 
                       "make /dev/shm or $TMPDIR writable, or set HOTLINK_TMPDIR");
   std::unique_ptr<Library> lib(new Library);
   lib->name_ = name;
-  std::string file = options.file_name.empty() ? default_file_name(bytes, name) : clean(options.file_name);
+  std::string file = clean(options.file_name.empty() ? copy_file_name(name, options.version, blake3_hex(bytes))
+                                                     : options.file_name);
   // The name is taken when this process (or a forked child, which shares
   // the directory) loaded the same bytes as the same version before, and
   // the store kept that copy: then NAME.vN.<hash>.K.so, K = 2, 3, ...

@@ -1,26 +1,28 @@
 #include "loader/loader.h"
 #include "loader/halide_abi.h"
+#include "loader/platform.h"
 
 #include <atomic>
 #include <string>
 
 namespace hotlink::loader {
 
-namespace {
+std::pair<std::string, std::string> split_extension(const std::string &file) {
+  std::size_t so = file.find(".so");
+  if (so != std::string::npos && so > 0)
+    return {file.substr(0, so), file.substr(so)};
+  std::size_t dot = file.rfind('.');
+  if (dot == std::string::npos || dot == 0)
+    return {file, ".so"};
+  return {file.substr(0, dot), file.substr(dot)};
+}
 
-// NAME.vN.<hash>.EXT for a HotModule's version N, else NAME.K.<hash>.EXT.
 std::string copy_file_name(const std::string &name, std::uint64_t version, const std::string &hash) {
   static std::atomic<std::uint64_t> count{0};
-  std::string file = name.substr(name.rfind('/') + 1);
-  std::size_t so = file.find(".so");
-  std::size_t dot = so != std::string::npos && so > 0 ? so : file.rfind('.');
-  std::string stem = dot == std::string::npos || dot == 0 ? file : file.substr(0, dot);
-  std::string ext = dot == std::string::npos || dot == 0 ? std::string(".so") : file.substr(dot);
+  auto [stem, ext] = split_extension(name.substr(name.rfind('/') + 1));
   std::string number = version ? "v" + std::to_string(version) : std::to_string(++count);
   return stem + "." + number + "." + hash.substr(0, 8) + ext;
 }
-
-} // namespace
 
 Expected<VerifiedLibrary> load_verified(const std::vector<std::uint8_t> &bytes, const std::string &name,
                                         const VerifyOptions &verify_options, const LoadOptions &load_options) {

@@ -50,8 +50,8 @@ struct LoadOptions {
   // are removed first (never one this process has mapped).
   std::uint64_t keep_max_bytes = 256ull << 20;
   std::chrono::seconds keep_max_age{14 * 24 * 3600};
-  // load_verified: a HotModule's version number; the copy is then named
-  // NAME.vN.<hash>.EXT (0: NAME.K.<hash>.EXT, K a per-process count).
+  // A HotModule's version number: with no file_name the copy is then
+  // named NAME.vN.<hash>.EXT (0: NAME.K.<hash>.EXT, K a per-process count).
   std::uint64_t version = 0;
 };
 

@@ -1,12 +1,19 @@
-// Internal. What loading needs from the platform: load_posix.cpp or
-// load_windows.cpp implements Library's mapping.
+// Internal. Shared by the platform parts of loading (load_posix.cpp,
+// load_windows.cpp) and load_verified: how a private copy is named.
 #pragma once
 
-#include <optional>
+#include <cstdint>
 #include <string>
+#include <utility>
 
 namespace hotlink::loader {
 
-#include <vector>
+// "kernel.so" -> {"kernel", ".so"}; "libz.so.1" -> {"libz", ".so.1"}.
+std::pair<std::string, std::string> split_extension(const std::string &file);
+
+// A private copy's file name: NAME.vN.<hash>.EXT for a HotModule's version
+// N (LoadOptions::version), else NAME.K.<hash>.EXT, K a per-process count;
+// the first 8 hex digits of `hash`, the artifact's identity.
+std::string copy_file_name(const std::string &name, std::uint64_t version, const std::string &hash);
 
 } // namespace hotlink::loader
