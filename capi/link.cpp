@@ -1,4 +1,5 @@
-// The C API's link service, requests and results, over linker/service.h.
+// The C API's link service, requests and results, over linker/service.h in
+// the linker module (capi/linker_module.h).
 #include "capi/handles.h"
 #include "capi/objects.h"
 
@@ -7,22 +8,44 @@
 using namespace hotlink;
 using capi::str;
 
+namespace hotlink::capi {
+
+// Makes the service's LinkService in the linker module, once; false (with
+// service.failure set) when the module or the service could not start.
+bool start(hotlink_service &service) {
+  std::call_once(service.started, [&] {
+    auto linker = capi::linker();
+    if (!linker) {
+      service.failure = linker.take_error();
+      return;
+    }
+    Error error;
+    service.linker = *linker;
+    service.service = service.linker->create_service(service.config, &error);
+    if (!service.service)
+      service.failure = std::move(error);
+  });
+  return service.service != nullptr;
+}
+
+} // namespace hotlink::capi
+
 extern "C" {
 
 // --- The service -------------------------------------------------------------
 
 hotlink_service *hotlink_service_create(const hotlink_service_options *options) {
   return capi::guarded(nullptr, static_cast<hotlink_service *>(nullptr), [&] {
-    ServiceConfig config;
-    if (options) {
-      config.workers = options->workers;
-      if (options->cache)
-        config.cache = options->cache->cache;
-      config.warm_up = options->warm_up != 0;
-      config.lld_on_own_thread = options->lld_on_own_thread != 0;
-    }
     auto *s = new hotlink_service;
-    s->service = std::make_unique<LinkService>(std::move(config));
+    if (options) {
+      s->config.workers = options->workers;
+      if (options->cache)
+        s->config.cache = options->cache->cache;
+      s->config.warm_up = options->warm_up != 0;
+      s->config.lld_on_own_thread = options->lld_on_own_thread != 0;
+    }
+    if (s->config.warm_up) // the one-time work now, as asked: the linker too
+      capi::start(*s);
     return s;
   });
 }
@@ -156,7 +179,9 @@ hotlink_result *hotlink_link(hotlink_service *service, const hotlink_request *re
     if (!request->invalid.empty())
       return fail(Error{ErrorCode::BadRequest, request->invalid, {}, {}, "check the call named"});
     try {
-      res->result = service->service->link(request->request);
+      if (!capi::start(*service))
+        return fail(*service->failure);
+      res->result = service->linker->link(*service->service, request->request);
     } catch (...) {
       delete res;
       throw;

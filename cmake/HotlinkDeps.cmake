@@ -30,16 +30,26 @@ find_program(HOTLINK_CLANG NAMES clang-22 clang PATHS ${HOTLINK_LLVM_BINDIR} NO_
 find_program(HOTLINK_LLVM_MC NAMES llvm-mc-22 llvm-mc PATHS ${HOTLINK_LLVM_BINDIR} NO_DEFAULT_PATH)
 find_program(HOTLINK_LD_LLD NAMES ld.lld-22 ld.lld PATHS /usr/bin ${HOTLINK_LLVM_BINDIR} NO_DEFAULT_PATH)
 
-# One interface target that carries LLVM's include dirs and definitions.
-add_library(hotlink_llvm INTERFACE)
+# LLVM's include dirs and definitions (hotlink_llvm_headers), and with
+# them the shared libLLVM (hotlink_llvm: the linker and every program of
+# the build).
+add_library(hotlink_llvm_headers INTERFACE)
 # -idirafter, not -isystem: Debian's libc++abi-22-dev puts a cxxabi.h into
 # LLVM's include folder, which must not shadow libstdc++'s.
 foreach(dir ${LLVM_INCLUDE_DIRS})
-  target_compile_options(hotlink_llvm INTERFACE "SHELL:-idirafter ${dir}")
+  target_compile_options(hotlink_llvm_headers INTERFACE "SHELL:-idirafter ${dir}")
 endforeach()
 separate_arguments(HOTLINK_LLVM_DEFS NATIVE_COMMAND "${LLVM_DEFINITIONS}")
-target_compile_options(hotlink_llvm INTERFACE ${HOTLINK_LLVM_DEFS})
-target_link_libraries(hotlink_llvm INTERFACE LLVM)
+target_compile_options(hotlink_llvm_headers INTERFACE ${HOTLINK_LLVM_DEFS})
+add_library(hotlink_llvm INTERFACE)
+target_link_libraries(hotlink_llvm INTERFACE hotlink_llvm_headers LLVM)
+
+# The parts of LLVM the runtime (libhotlink.so: cache, verify, load, hot
+# reload) uses, as LLVM's static component libraries: the object readers,
+# DWARF (state layouts) and x86-64's disassembler (forwarding). The runtime
+# links them with their symbols hidden and maps no libLLVM.
+llvm_map_components_to_libnames(HOTLINK_RUNTIME_LLVM_LIBS
+  Object DebugInfoDWARF MC MCDisassembler X86Desc X86Info X86Disassembler Support TargetParser BinaryFormat Demangle)
 
 # The remote cache tier (hiredis) and artifact signatures (libsodium's
 # Ed25519), both from Debian: libhiredis-dev, libsodium-dev.

@@ -41,6 +41,17 @@ Arch arch_of(Triple::ArchType a) {
 }
 
 // Declared in symbols.h; beside the mapping it names.
+const char *to_string(Format f) {
+  switch (f) {
+  case Format::ELF: return "ELF";
+  case Format::COFF: return "COFF";
+  case Format::MachO: return "Mach-O";
+  case Format::Wasm: return "wasm";
+  case Format::Unknown: break;
+  }
+  return "unknown";
+}
+
 const char *to_string(Arch a) {
   switch (a) {
   case Arch::X86_64: return "x86_64";

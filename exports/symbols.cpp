@@ -30,17 +30,6 @@ using namespace llvm::object;
 
 namespace hotlink::exports {
 
-const char *to_string(Format f) {
-  switch (f) {
-  case Format::ELF: return "ELF";
-  case Format::COFF: return "COFF";
-  case Format::MachO: return "Mach-O";
-  case Format::Wasm: return "wasm";
-  case Format::Unknown: break;
-  }
-  return "unknown";
-}
-
 namespace {
 
 struct SectionProps {

@@ -22,25 +22,6 @@ namespace hotlink {
 
 using namespace detail;
 
-Input Input::file(std::string path) {
-  Input in;
-  in.name = path;
-  in.path = std::move(path);
-  return in;
-}
-
-Input Input::memory(std::string name, std::vector<std::uint8_t> bytes) {
-  Input in;
-  in.name = std::move(name);
-  in.bytes = std::move(bytes);
-  return in;
-}
-
-Input Input::memory(std::string name, const void *data, std::size_t size) {
-  const auto *p = static_cast<const std::uint8_t *>(data);
-  return memory(std::move(name), std::vector<std::uint8_t>(p, p + size));
-}
-
 namespace {
 
 void warm_up_links();
@@ -481,16 +462,6 @@ Expected<cache::Key> LinkService::cache_key(const LinkRequest &request) {
   if (!plan)
     return plan.take_error();
   return link_key(plan.value());
-}
-
-const char *to_string(CacheUse use) {
-  switch (use) {
-  case CacheUse::Off: return "off";
-  case CacheUse::Hit: return "hit";
-  case CacheUse::Miss: return "miss";
-  case CacheUse::RemoteHit: return "remote-hit";
-  }
-  return "off";
 }
 
 ServiceStats LinkService::stats() const {

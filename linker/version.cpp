@@ -1,7 +1,6 @@
-// The versions `hotlink --version` and hotlink_version() report.
+// lld's version line: what lld answers itself (the linker's half of the
+// versions; linker/request.cpp has the rest).
 #include "linker/linker.h"
-
-#include "llvm/Config/llvm-config.h"
 
 // lld/Common/Version.h includes a Version.inc that Debian's liblld-22-dev
 // does not ship; the function itself is in liblldCommon.
@@ -11,8 +10,6 @@ std::string getLLDVersion();
 
 namespace hotlink {
 
-std::string version() { return HOTLINK_VERSION_STRING; }
 std::string lld_version() { return lld::getLLDVersion(); }
-std::string llvm_version() { return LLVM_VERSION_STRING; }
 
 } // namespace hotlink

@@ -1,6 +1,5 @@
 #include "loader/forward.h"
 
-#include "exports/targets.h"
 #include "loader/code_write.h"
 #include "loader/pairing.h"
 
@@ -14,6 +13,7 @@
 #include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/MCTargetOptions.h"
 #include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/TargetSelect.h"
 #include "llvm/Object/ELFObjectFile.h"
 #include "llvm/TargetParser/Triple.h"
 
@@ -49,7 +49,12 @@ constexpr std::size_t kMaxListed = 32;
 class Decoder {
 public:
   Decoder() {
-    exports::initialize_llvm_targets();
+    // x86-64's description and disassembler alone: the runtime carries
+    // these parts of LLVM, not its code generators (registering a target
+    // twice is harmless, where a process has all of LLVM).
+    LLVMInitializeX86TargetInfo();
+    LLVMInitializeX86TargetMC();
+    LLVMInitializeX86Disassembler();
     llvm::Triple triple("x86_64-unknown-linux-gnu");
     std::string error;
     const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);

@@ -26,6 +26,13 @@
  * in-process links are serialized (lld has one context); see the C++
  * header linker/service.h for what an in-process link does to LLVM's
  * options and signal handlers.
+ *
+ * Weight: libhotlink.so is the runtime (cache, verify, load, hot reload);
+ * it maps no libLLVM, lld or libclang-cpp. The linker lives in the module
+ * libhotlink-linker.so beside it, loaded on the first call that links
+ * (hotlink_link; hotlink_service_create with warm_up), verifies for
+ * another target or asks lld's version. A process answered by its cache
+ * never loads it. A missing module is that call's error.
  */
 #ifndef HOTLINK_HOTLINK_H
 #define HOTLINK_HOTLINK_H
@@ -90,7 +97,8 @@ const char *hotlink_status_name(hotlink_status code);
 
 /* Static strings: hotlink's version ("0.1.0"), lld's version line, the
  * LLVM version hotlink was built with, and the host's target triple as
- * hotlink spells it. Safe from any thread. */
+ * hotlink spells it. Safe from any thread. lld's line comes from the
+ * linker module (it loads it; "" when it cannot load). */
 const char *hotlink_version(void);
 const char *hotlink_lld_version(void);
 const char *hotlink_llvm_version(void);

@@ -1,12 +1,11 @@
 #include "linker/platforms/clang_driver.h"
+#include "base/own_module.h"
 
 #include "linker/platforms/driver_module/abi.h"
 #include "linker/platforms/driver_replay.h"
 #include "linker/job.h"
 
-#include <cstdlib>
 #include <dlfcn.h>
-#include <sys/stat.h>
 
 #ifndef HOTLINK_CLANG_EXECUTABLE
 #define HOTLINK_CLANG_EXECUTABLE "/usr/lib/llvm-22/bin/clang"
@@ -29,58 +28,29 @@ struct DriverModule {
   std::string error; // why it is not loaded
 };
 
-std::string directory_of(const std::string &path) {
-  std::size_t slash = path.rfind('/');
-  return slash == std::string::npos ? "." : path.substr(0, slash);
-}
-
-// $HOTLINK_DRIVER_MODULE alone when set; else next to the file that holds
-// this code (an executable in bin/ looks in ../lib), then the build's and
-// the installation's library directories.
-std::vector<std::string> module_candidates() {
-  if (const char *env = std::getenv("HOTLINK_DRIVER_MODULE"); env && *env)
-    return {env};
-  std::vector<std::string> dirs;
-  Dl_info info;
-  if (::dladdr(reinterpret_cast<void *>(&driver_jobs), &info) && info.dli_fname && *info.dli_fname == '/') {
-    std::string here = directory_of(info.dli_fname);
-    dirs.push_back(here);
-    dirs.push_back(here + "/../lib");
-  }
-  dirs.push_back(HOTLINK_BUILD_LIBDIR);
-  dirs.push_back(HOTLINK_INSTALL_LIBDIR);
-  std::vector<std::string> files;
-  for (const std::string &d : dirs)
-    files.push_back(d + "/" + driver_abi::kModuleFile);
-  return files;
-}
-
 DriverModule load_module() {
   DriverModule m;
-  std::vector<std::string> candidates = module_candidates();
-  for (const std::string &path : candidates) {
-    struct stat st;
-    if (::stat(path.c_str(), &st) != 0)
-      continue;
-    void *handle = nullptr;
-    // Its libraries register LLVM options as they load: not while lld
-    // walks the option registry.
-    while_lld_is_idle([&] { handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL); });
-    if (!handle) {
-      const char *why = ::dlerror();
-      m.error = "cannot load " + path + ": " + (why ? why : "dlopen failed");
-      return m;
-    }
-    m.jobs = reinterpret_cast<driver_abi::JobsFn>(::dlsym(handle, driver_abi::kJobsSymbol));
-    m.free = reinterpret_cast<driver_abi::FreeFn>(::dlsym(handle, driver_abi::kFreeSymbol));
-    if (!m.jobs || !m.free)
-      m.error = path + " is not this hotlink's driver module (no " + driver_abi::kJobsSymbol + ")";
+  auto path = find_own_module({driver_abi::kModuleFile, "HOTLINK_DRIVER_MODULE",
+                               reinterpret_cast<const void *>(&driver_jobs),
+                               {HOTLINK_BUILD_LIBDIR, HOTLINK_INSTALL_LIBDIR}},
+                              "it");
+  if (!path) {
+    m.error = path.error().message + "; " + path.error().hint;
     return m;
   }
-  m.error = std::string("hotlink's driver module ") + driver_abi::kModuleFile + " is not installed (looked for";
-  for (const std::string &c : candidates)
-    m.error += " " + c;
-  m.error += "); install it with hotlink, or set HOTLINK_DRIVER_MODULE to its path";
+  void *handle = nullptr;
+  // Its libraries register LLVM options as they load: not while lld
+  // walks the option registry.
+  while_lld_is_idle([&] { handle = ::dlopen(path->c_str(), RTLD_NOW | RTLD_LOCAL); });
+  if (!handle) {
+    const char *why = ::dlerror();
+    m.error = "cannot load " + *path + ": " + (why ? why : "dlopen failed");
+    return m;
+  }
+  m.jobs = reinterpret_cast<driver_abi::JobsFn>(::dlsym(handle, driver_abi::kJobsSymbol));
+  m.free = reinterpret_cast<driver_abi::FreeFn>(::dlsym(handle, driver_abi::kFreeSymbol));
+  if (!m.jobs || !m.free)
+    m.error = *path + " is not this hotlink's driver module (no " + driver_abi::kJobsSymbol + ")";
   return m;
 }
 

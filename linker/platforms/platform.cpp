@@ -16,8 +16,6 @@
 
 namespace hotlink {
 
-std::string host_target() { return llvm::Triple::normalize(llvm::sys::getDefaultTargetTriple()); }
-
 std::vector<std::string> supported_targets() {
   std::vector<std::string> out;
   for (const detail::Platform *p : detail::platforms())

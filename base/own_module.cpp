@@ -1,0 +1,51 @@
+#include "base/own_module.h"
+
+#include <cstdlib>
+#include <dlfcn.h>
+#include <sys/stat.h>
+
+namespace hotlink {
+
+namespace {
+
+std::string directory_of(const std::string &path) {
+  std::size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+} // namespace
+
+std::vector<std::string> own_module_candidates(const OwnModule &m) {
+  if (const char *env = std::getenv(m.env.c_str()); env && *env)
+    return {env};
+  std::vector<std::string> dirs;
+  Dl_info info;
+  if (m.anchor && ::dladdr(m.anchor, &info) && info.dli_fname && *info.dli_fname == '/') {
+    std::string here = directory_of(info.dli_fname);
+    dirs.push_back(here);
+    dirs.push_back(here + "/../lib");
+  }
+  dirs.insert(dirs.end(), m.dirs.begin(), m.dirs.end());
+  std::vector<std::string> files;
+  for (const std::string &d : dirs)
+    files.push_back(d + "/" + m.file);
+  return files;
+}
+
+Expected<std::string> find_own_module(const OwnModule &m, const std::string &why_needed) {
+  std::vector<std::string> candidates = own_module_candidates(m);
+  for (const std::string &path : candidates) {
+    struct stat st;
+    if (::stat(path.c_str(), &st) == 0)
+      return path;
+  }
+  std::string looked;
+  for (const std::string &c : candidates)
+    looked += " " + c;
+  return make_error(ErrorCode::Internal,
+                    why_needed + " needs hotlink's module " + m.file + ", which is not installed (looked for" + looked +
+                        ")",
+                    m.file, {}, "install it with hotlink, or set " + m.env + " to its path");
+}
+
+} // namespace hotlink

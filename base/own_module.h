@@ -1,0 +1,29 @@
+// Finding one of hotlink's own shared objects that a process loads only on
+// first need (the linker, libhotlink-linker.so; clang's driver,
+// libhotlink-driver.so), so that a process that never needs it never maps
+// it or what it links (libLLVM, libclang-cpp).
+#pragma once
+
+#include "base/error.h"
+
+#include <string>
+#include <vector>
+
+namespace hotlink {
+
+struct OwnModule {
+  std::string file;        // e.g. "libhotlink-linker.so.0.1"
+  std::string env;         // a variable whose value, when set, is the one path tried
+  const void *anchor;      // code of the library that asks: its directory is looked in first
+  std::vector<std::string> dirs; // then these (the build's and the installation's lib/)
+};
+
+// Every place `m` is looked for, in order: $ENV alone when set; else the
+// anchor's directory, its ../lib, then m.dirs.
+std::vector<std::string> own_module_candidates(const OwnModule &m);
+
+// The first candidate that exists, or an Internal error that names the
+// module, every place looked and how to fix it.
+Expected<std::string> find_own_module(const OwnModule &m, const std::string &why_needed);
+
+} // namespace hotlink

@@ -1,0 +1,71 @@
+// libhotlink-linker.so's entry point (plugin.h): the linker behind the
+// table the runtime calls. Only hotlink_linker_module_v1 leaves the module.
+#include "linker/module/plugin.h"
+#include "linker/verify.h"
+
+#include <exception>
+
+namespace hotlink::linker_module {
+
+namespace {
+
+Error caught(const char *what) {
+  return Error{ErrorCode::Internal, std::string("hotlink's linker module caught: ") + what, {}, {},
+               "please report this; a bad_alloc means the process ran out of memory"};
+}
+
+// Runs `body`; an exception becomes an Internal error made by `fail`.
+template <class R, class F, class Fail> R contained(F &&body, Fail &&fail) noexcept {
+  try {
+    return body();
+  } catch (const std::exception &e) {
+    return fail(caught(e.what()));
+  } catch (...) {
+    return fail(caught("an unknown exception"));
+  }
+}
+
+LinkService *create_service(const ServiceConfig &config, Error *error) {
+  return contained<LinkService *>([&] { return new LinkService(config); },
+                                  [&](Error e) -> LinkService * {
+                                    *error = std::move(e);
+                                    return nullptr;
+                                  });
+}
+
+void destroy_service(LinkService *service) { delete service; }
+
+LinkResult link(LinkService &service, const LinkRequest &request) {
+  return contained<LinkResult>([&] { return service.link(request); },
+                               [](Error e) {
+                                 LinkResult r;
+                                 r.error = std::move(e);
+                                 return r;
+                               });
+}
+
+Expected<cache::Artifact> artifact_of(const LinkResult &result) {
+  return contained<Expected<cache::Artifact>>([&] { return hotlink::cache_artifact(result); },
+                                              [](Error e) { return Expected<cache::Artifact>(std::move(e)); });
+}
+
+Expected<Verified> verify_target(const std::vector<std::uint8_t> &bytes, const std::string &name,
+                                 const std::string &target, const VerifyOptions &options) {
+  return contained<Expected<Verified>>([&] { return hotlink::verify_for_target(bytes, name, target, options); },
+                                       [](Error e) { return Expected<Verified>(std::move(e)); });
+}
+
+std::string lld() {
+  return contained<std::string>([] { return hotlink::lld_version(); }, [](Error) { return std::string(); });
+}
+
+} // namespace
+
+} // namespace hotlink::linker_module
+
+extern "C" __attribute__((visibility("default"))) const hotlink::linker_module::Table *hotlink_linker_module_v1() {
+  using namespace hotlink::linker_module;
+  static const Table table{stamp(HOTLINK_VERSION_STRING), create_service, destroy_service, link,
+                           artifact_of, verify_target, lld};
+  return &table;
+}
