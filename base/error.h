@@ -11,6 +11,14 @@
 #include <utility>
 #include <variant>
 
+// What libhotlink.so exports of the C++ API: hotlink builds with hidden
+// visibility, and every public class and function is marked with this.
+// HOTLINK_HIDDEN keeps a public class's private Impl out of it.
+#ifndef HOTLINK_API
+#define HOTLINK_API __attribute__((visibility("default")))
+#define HOTLINK_HIDDEN __attribute__((visibility("hidden")))
+#endif
+
 namespace hotlink {
 
 enum class ErrorCode {
@@ -48,9 +56,9 @@ enum class ErrorCode {
   CompileFailed,     // rebuild: the compiler refused a source
 };
 
-const char *to_string(ErrorCode code);
+HOTLINK_API const char *to_string(ErrorCode code);
 
-struct Error {
+struct HOTLINK_API Error {
   ErrorCode code = ErrorCode::Internal;
   std::string message; // what failed
   std::string input;   // the input (name or path) that caused it, if any;
@@ -82,7 +90,7 @@ private:
   std::variant<T, Error> v_;
 };
 
-inline Error make_error(ErrorCode code, std::string message,
+HOTLINK_API inline Error make_error(ErrorCode code, std::string message,
                         std::string input = {}, std::string symbol = {},
                         std::string hint = {}) {
   return Error{code, std::move(message), std::move(input), std::move(symbol),

@@ -57,7 +57,7 @@
 
 namespace hotlink::cache {
 
-class Key {
+class HOTLINK_API Key {
 public:
   // Accepts exactly 64 hex digits (either case); the error names the text.
   static Expected<Key> parse(const std::string &hex);
@@ -76,7 +76,7 @@ private:
 // A canonical encoding of named fields, hashed with BLAKE3: every field is
 // written as its name and its length-prefixed value, so no two different
 // field lists encode the same way.
-class KeyBuilder {
+class HOTLINK_API KeyBuilder {
 public:
   explicit KeyBuilder(const std::string &domain);
   KeyBuilder &add(const std::string &field, const std::string &value);
@@ -93,7 +93,7 @@ private:
 };
 
 // What a producer hands to the cache.
-struct Artifact {
+struct HOTLINK_API Artifact {
   std::vector<std::uint8_t> bytes;
   std::string name;                 // file name, e.g. "blur.so"
   std::string target;               // normalized triple
@@ -105,7 +105,7 @@ struct Artifact {
   double build_ms = 0; // what producing it cost; get_or_build() measures it
 };
 
-struct Manifest {
+struct HOTLINK_API Manifest {
   int format = 0;
   std::string key;
   std::string name, target;
@@ -123,7 +123,7 @@ struct Manifest {
   std::string signer;
 };
 
-struct Entry {
+struct HOTLINK_API Entry {
   Manifest manifest;
   Artifact artifact;         // verified against the manifest
   std::string artifact_path; // in the cache; may be evicted later: use
@@ -132,13 +132,13 @@ struct Entry {
                              // (trust/signature.h), with its signatures
 };
 
-struct Limits {
+struct HOTLINK_API Limits {
   std::uint64_t max_bytes = 1ull << 30; // 0 = unbounded
   std::uint64_t max_entries = 0;        // 0 = unbounded
   std::chrono::seconds max_age{0};      // since last use; 0 = unbounded
 };
 
-struct Config {
+struct HOTLINK_API Config {
   std::string dir;
   Limits limits;
   // How long get_or_build() waits for another process building the same
@@ -166,7 +166,7 @@ struct Config {
   bool create = true;
 };
 
-struct Stats {
+struct HOTLINK_API Stats {
   // Counted by every process using the directory (persisted in DIR/stats,
   // flushed after each store and when a Cache is destroyed).
   std::uint64_t hits = 0, misses = 0;
@@ -187,34 +187,34 @@ struct Stats {
   std::uint64_t bytes = 0, entries = 0;
 };
 
-struct Lookup {
+struct HOTLINK_API Lookup {
   std::optional<Entry> entry;
   bool remote = false; // the entry came from the remote tier (and is now local)
   std::vector<std::string> warnings; // remote failures and refusals
   std::string corrupt; // why the entry found was refused (and removed)
 };
 
-struct Fetched {
+struct HOTLINK_API Fetched {
   Entry entry;
   bool hit = false; // not built here: from the local directory or the remote
   enum class Source { Local, Remote, Built } source = Source::Built;
   std::vector<std::string> warnings; // corrupt entry replaced, store failed
 };
 
-struct PruneReport {
+struct HOTLINK_API PruneReport {
   std::uint64_t evicted = 0, evicted_bytes = 0;
   std::uint64_t skipped_in_use = 0;
   std::uint64_t temporaries_removed = 0, orphans_removed = 0;
   std::uint64_t bytes = 0, entries = 0; // what remains
 };
 
-struct VerifyReport {
+struct HOTLINK_API VerifyReport {
   std::uint64_t checked = 0, ok = 0;
   std::vector<std::pair<std::string, std::string>> corrupt; // key, reason (removed)
   std::uint64_t bytes = 0;
 };
 
-class Cache {
+class HOTLINK_API Cache {
 public:
   // Creates DIR (0700) when missing. Errors: CacheUnsafe, CacheError.
   static Expected<std::shared_ptr<Cache>> open(Config config);

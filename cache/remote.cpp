@@ -153,7 +153,7 @@ Expected<RemoteUrl> parse_remote_url(const std::string &url) {
   return u;
 }
 
-struct RemoteStore::Impl {
+struct HOTLINK_HIDDEN RemoteStore::Impl {
   RemoteConfig cfg;
   RemoteUrl url;
 

@@ -35,7 +35,7 @@
 
 namespace hotlink::cache {
 
-struct RemoteUrl {
+struct HOTLINK_API RemoteUrl {
   bool unix_socket = false;
   std::string host = "127.0.0.1";
   int port = 6379;
@@ -47,9 +47,9 @@ struct RemoteUrl {
 
 // redis://[:PASSWORD@]HOST[:PORT][/DB] or redis+unix://[:PASSWORD@]/PATH[?db=N].
 // Errors (BadRequest) name the URL and the part that is wrong.
-Expected<RemoteUrl> parse_remote_url(const std::string &url);
+HOTLINK_API Expected<RemoteUrl> parse_remote_url(const std::string &url);
 
-struct RemoteConfig {
+struct HOTLINK_API RemoteConfig {
   std::string url; // see parse_remote_url()
   std::chrono::milliseconds connect_timeout{500};
   std::chrono::milliseconds io_timeout{2000}; // per reply
@@ -68,7 +68,7 @@ struct RemoteConfig {
   std::chrono::milliseconds lease_wait{5000};
 };
 
-class RemoteStore {
+class HOTLINK_API RemoteStore {
 public:
   struct Blobs {
     std::string manifest;

@@ -143,7 +143,7 @@ inline void read_counters(int fd, std::uint64_t (&v)[kStatCount]) {
 }
 
 
-struct Cache::Impl {
+struct HOTLINK_HIDDEN Cache::Impl {
   Config cfg;
   std::vector<signature::PublicKey> trust; // trusted_keys + sign_key's public half
   std::unique_ptr<RemoteStore> remote;

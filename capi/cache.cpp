@@ -94,12 +94,7 @@ void hotlink_build_set_result(hotlink_build *b, const hotlink_result *r) {
       b->failure = capi::bad_argument("hotlink_build_set_result", "result");
       return;
     }
-    auto linker = capi::linker(); // loaded: the result came from it
-    if (!linker) {
-      b->failure = linker.take_error();
-      return;
-    }
-    auto artifact = (*linker)->cache_artifact(r->result); // a copy: the result stays the caller's
+    auto artifact = cache_artifact(r->result); // a copy: the result stays the caller's
     if (!artifact) {
       b->failure = artifact.take_error();
       return;

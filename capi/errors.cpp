@@ -1,7 +1,7 @@
 // The C API's errors and version strings.
 #include "capi/handles.h"
 
-#include "capi/linker_module.h"
+#include "linker/linker.h"
 
 using namespace hotlink;
 
@@ -30,11 +30,7 @@ const char *hotlink_version(void) {
   return v.c_str();
 }
 const char *hotlink_lld_version(void) {
-  // lld's own answer, from the linker module; "" when it cannot load.
-  static const std::string v = [] {
-    auto linker = hotlink::capi::linker();
-    return linker ? (*linker)->lld_version() : std::string();
-  }();
+  static const std::string v = hotlink::lld_version();
   return v.c_str();
 }
 const char *hotlink_llvm_version(void) {

@@ -1,5 +1,5 @@
-// The C API's link service, requests and results, over linker/service.h in
-// the linker module (capi/linker_module.h).
+// The C API's link service, requests and results, over linker/service.h
+// (in libhotlink.so: forwarded to the linker module, linker/module/client.cpp).
 #include "capi/handles.h"
 #include "capi/objects.h"
 
@@ -8,44 +8,22 @@
 using namespace hotlink;
 using capi::str;
 
-namespace hotlink::capi {
-
-// Makes the service's LinkService in the linker module, once; false (with
-// service.failure set) when the module or the service could not start.
-bool start(hotlink_service &service) {
-  std::call_once(service.started, [&] {
-    auto linker = capi::linker();
-    if (!linker) {
-      service.failure = linker.take_error();
-      return;
-    }
-    Error error;
-    service.linker = *linker;
-    service.service = service.linker->create_service(service.config, &error);
-    if (!service.service)
-      service.failure = std::move(error);
-  });
-  return service.service != nullptr;
-}
-
-} // namespace hotlink::capi
-
 extern "C" {
 
 // --- The service -------------------------------------------------------------
 
 hotlink_service *hotlink_service_create(const hotlink_service_options *options) {
   return capi::guarded(nullptr, static_cast<hotlink_service *>(nullptr), [&] {
-    auto *s = new hotlink_service;
+    ServiceConfig config;
     if (options) {
-      s->config.workers = options->workers;
+      config.workers = options->workers;
       if (options->cache)
-        s->config.cache = options->cache->cache;
-      s->config.warm_up = options->warm_up != 0;
-      s->config.lld_on_own_thread = options->lld_on_own_thread != 0;
+        config.cache = options->cache->cache;
+      config.warm_up = options->warm_up != 0;
+      config.lld_on_own_thread = options->lld_on_own_thread != 0;
     }
-    if (s->config.warm_up) // the one-time work now, as asked: the linker too
-      capi::start(*s);
+    auto *s = new hotlink_service;
+    s->service = std::make_unique<LinkService>(std::move(config));
     return s;
   });
 }
@@ -179,9 +157,7 @@ hotlink_result *hotlink_link(hotlink_service *service, const hotlink_request *re
     if (!request->invalid.empty())
       return fail(Error{ErrorCode::BadRequest, request->invalid, {}, {}, "check the call named"});
     try {
-      if (!capi::start(*service))
-        return fail(*service->failure);
-      res->result = service->linker->link(*service->service, request->request);
+      res->result = service->service->link(request->request);
     } catch (...) {
       delete res;
       throw;

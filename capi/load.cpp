@@ -1,6 +1,6 @@
 // The C API's loader and hot module (loader/loader.h, loader/hot_module.h).
 #include "capi/objects.h"
-#include "capi/linker_module.h"
+#include "linker/verify.h"
 
 #include <new>
 
@@ -24,18 +24,6 @@ hotlink_library *verify_and_map(const std::vector<std::uint8_t> &bytes, const st
   if (!loaded)
     return capi::report(error, loaded.take_error()), nullptr;
   return new hotlink_library{std::move(loaded->library)};
-}
-
-// This host's checks here; another target's need its platform, in the
-// linker module (linker/verify.h).
-Expected<Verified> verify_here_or_for(const std::vector<std::uint8_t> &bytes, const std::string &name,
-                                      const std::string &target, const VerifyOptions &options) {
-  if (target.empty())
-    return hotlink::verify(bytes, name, options);
-  auto linker = capi::linker();
-  if (!linker)
-    return linker.take_error();
-  return (*linker)->verify_for_target(bytes, name, target, options);
 }
 
 using Pin = loader::HotModule::Pin;
@@ -80,9 +68,8 @@ hotlink_status hotlink_verify(const void *data, size_t size, const char *name, c
     hotlink::VerifyOptions options;
     options.expected_exports = names(expected, expected_count);
     options.processor = str(processor);
-    std::vector<std::uint8_t> bytes(p, p + size);
-    std::string shown = name && *name ? name : "artifact";
-    auto verified = verify_here_or_for(bytes, shown, str(target), options);
+    auto verified = verify_for_target(std::vector<std::uint8_t>(p, p + size), name && *name ? name : "artifact",
+                                      str(target), std::move(options));
     if (!verified)
       return capi::report(error, verified.take_error());
     return HOTLINK_OK;

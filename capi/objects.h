@@ -7,14 +7,12 @@
 
 #include "cache/cache.h"
 #include "linker/linker.h"
-#include "capi/linker_module.h"
+#include "linker/service.h"
 #include "loader/cache_entry.h"
 #include "loader/hot_module.h"
 #include "loader/loader.h"
 
 #include <memory>
-#include <mutex>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,22 +20,8 @@ struct hotlink_cache {
   std::shared_ptr<hotlink::cache::Cache> cache;
 };
 
-// The service's configuration, and the LinkService the linker module
-// (capi/linker_module.h) makes of it on the first link: a process that
-// creates a service but is answered by its cache never loads the linker.
 struct hotlink_service {
-  hotlink::ServiceConfig config;
-  std::once_flag started;
-  const hotlink::linker_module::Table *linker = nullptr;
-  hotlink::LinkService *service = nullptr; // the module's; null until started, or when it failed
-  std::optional<hotlink::Error> failure;   // why it could not start
-  hotlink_service() = default;
-  hotlink_service(const hotlink_service &) = delete;
-  hotlink_service &operator=(const hotlink_service &) = delete;
-  ~hotlink_service() {
-    if (service)
-      linker->destroy_service(service);
-  }
+  std::unique_ptr<hotlink::LinkService> service;
 };
 
 struct hotlink_request {

@@ -15,7 +15,7 @@
 
 namespace hotlink::exports {
 
-struct ExportPolicy {
+struct HOTLINK_API ExportPolicy {
   enum class Mode {
     EntryPoints, // f exports itself and f<suffix> companions, for each f
                  // that has at least one companion defined (Halide's f,
@@ -51,11 +51,11 @@ struct ExportPolicy {
   }
 };
 
-const char *to_string(ExportPolicy::Mode m);
+HOTLINK_API const char *to_string(ExportPolicy::Mode m);
 // "entry-points", "all", "list" or "none"; false for anything else.
-bool parse_mode(const std::string &s, ExportPolicy::Mode &out);
+HOTLINK_API bool parse_mode(const std::string &s, ExportPolicy::Mode &out);
 
-struct Export {
+struct HOTLINK_API Export {
   std::string name;   // the C-level name (what a .def or dlsym uses)
   std::string symbol; // its symbol-table spelling in the inputs
   bool data = false;  // a variable: COFF exports it with DATA
@@ -64,14 +64,14 @@ struct Export {
 // The C-level name of a symbol-table name: Mach-O drops one leading '_';
 // i386 COFF drops the '_' of cdecl/stdcall names and '@N' stdcall/fastcall
 // decoration (_f@8 -> f, @f@8 -> f); C++ (MSVC '?...') names are kept.
-std::string undecorate(Format format, Arch arch, const std::string &symbol);
+HOTLINK_API std::string undecorate(Format format, Arch arch, const std::string &symbol);
 
 // Applies `policy` to the defined external symbols of `inputs`.
-Expected<std::vector<Export>> select_exports(const std::vector<ObjectInfo> &inputs,
+HOTLINK_API Expected<std::vector<Export>> select_exports(const std::vector<ObjectInfo> &inputs,
                                              Format format, Arch arch,
                                              const ExportPolicy &policy);
 
 // The C++ demangling of a name (Itanium or MSVC), or the name itself.
-std::string demangle(const std::string &name);
+HOTLINK_API std::string demangle(const std::string &name);
 
 } // namespace hotlink::exports

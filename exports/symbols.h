@@ -18,10 +18,10 @@ enum class Format { Unknown, ELF, COFF, MachO, Wasm };
 enum class Arch { Unknown, X86_64, X86, AArch64, Wasm32, AMDGCN };
 enum class FileKind { Object, Archive, SharedObject, Executable, Other };
 
-const char *to_string(Format f);
-const char *to_string(Arch a);
+HOTLINK_API const char *to_string(Format f);
+HOTLINK_API const char *to_string(Arch a);
 
-struct Symbol {
+struct HOTLINK_API Symbol {
   std::string name;
   bool defined = false;
   bool weak = false;
@@ -39,7 +39,7 @@ struct Symbol {
   bool branch_only = false;
 };
 
-struct ObjectInfo {
+struct HOTLINK_API ObjectInfo {
   Format format = Format::Unknown;
   Arch arch = Arch::Unknown;
   FileKind kind = FileKind::Other;
@@ -72,10 +72,10 @@ struct ObjectInfo {
 // `branch_info` (COFF) also walks every relocation to set
 // Symbol::branch_only; linking against a Windows sysroot needs it, nothing
 // else does, so it is off by default.
-Expected<ObjectInfo> read_object(const void *data, std::size_t size,
+HOTLINK_API Expected<ObjectInfo> read_object(const void *data, std::size_t size,
                                  const std::string &name, bool branch_info = false);
 
-struct ArtifactInfo {
+struct HOTLINK_API ArtifactInfo {
   Format format = Format::Unknown;
   Arch arch = Arch::Unknown;
   FileKind kind = FileKind::Other;
@@ -89,7 +89,7 @@ struct ArtifactInfo {
 // lists what it exports: ELF defined dynamic symbols, the PE export
 // directory, the Mach-O export trie (names keep their leading '_'), wasm
 // exports.
-Expected<ArtifactInfo> read_artifact(const void *data, std::size_t size,
+HOTLINK_API Expected<ArtifactInfo> read_artifact(const void *data, std::size_t size,
                                      const std::string &name);
 
 } // namespace hotlink::exports

@@ -29,7 +29,7 @@ namespace hotlink {
 using exports::ExportPolicy;
 
 // One object file or archive, from a path or from memory.
-struct Input {
+struct HOTLINK_API Input {
   std::string name;            // shown in diagnostics; the path for files
   std::string path;            // empty for in-memory inputs
   std::vector<std::uint8_t> bytes;
@@ -91,7 +91,7 @@ enum class OpenMpRuntime { Auto, Libomp, Libgomp, None };
 enum class StartupObjects { Needed, Always };
 
 // Options only ELF links read (-linux-gnu targets).
-struct ElfOptions {
+struct HOTLINK_API ElfOptions {
   std::string soname; // DT_SONAME; empty = the output's file name
   // A version script of the user's (e.g. a library's version nodes),
   // merged with the export policy: the names its nodes list are exported
@@ -119,7 +119,7 @@ struct ElfOptions {
 
 // Options only COFF links read (-windows-msvc; the .def, import library
 // and PDB also for -w64-mingw32).
-struct CoffOptions {
+struct HOTLINK_API CoffOptions {
   std::string def_input;     // a user .def merged into the exports
   std::string def_output;    // also write the .def here
   std::string implib_output; // also write the import library here
@@ -152,7 +152,7 @@ struct CoffOptions {
 enum class DeviceLibs { Auto, None };
 
 // Options only GPU device links read (amdgcn-amd-amdhsa).
-struct GpuOptions {
+struct HOTLINK_API GpuOptions {
   // The processor, as an AMD target ID: "gfx90a", "gfx90a:xnack+",
   // "gfx90a:sramecc-:xnack+". Required. A feature left out means the code
   // object runs with either setting, so every input must allow both.
@@ -161,7 +161,7 @@ struct GpuOptions {
   std::string device_libs_dir; // the bitcode folder; empty = the installed one
 };
 
-struct LinkRequest {
+struct HOTLINK_API LinkRequest {
   std::string target;                 // LLVM triple; empty = the host
   std::vector<Input> inputs;
   std::string output_path;            // empty = return the bytes
@@ -207,16 +207,16 @@ enum class Severity { Note, Warning, Error };
 // RemoteHit: the local cache missed and its remote tier had the entry,
 // signed by a trusted key (cache/remote.h); lld did not run.
 enum class CacheUse { Off, Hit, Miss, RemoteHit };
-const char *to_string(CacheUse use); // "off", "hit", "miss", "remote-hit"
+HOTLINK_API const char *to_string(CacheUse use); // "off", "hit", "miss", "remote-hit"
 
-struct Diagnostic {
+struct HOTLINK_API Diagnostic {
   Severity severity = Severity::Error;
   std::string message;
   std::string file;   // the input lld named, mapped back to Input::name
   std::string symbol; // the symbol lld named, if any
 };
 
-struct Timings {
+struct HOTLINK_API Timings {
   double validate_ms = 0; // reading and checking inputs
   double prepare_ms = 0;  // support objects, export lists, temporary files
   double link_ms = 0;     // lld itself
@@ -225,7 +225,7 @@ struct Timings {
   double total_ms = 0;
 };
 
-struct LinkResult {
+struct HOTLINK_API LinkResult {
   std::optional<Error> error;          // set when the link failed
   std::string target;                  // the normalized triple
   std::string artifact_path;           // when an output path was given
@@ -274,19 +274,19 @@ struct LinkResult {
 };
 
 // The host's triple, as hotlink spells it (e.g. "x86_64-unknown-linux-gnu").
-std::string host_target();
+HOTLINK_API std::string host_target();
 
 // The triples hotlink links for, one per line of the README's table.
-std::vector<std::string> supported_targets();
+HOTLINK_API std::vector<std::string> supported_targets();
 
 // The triple of that table an artifact of this format and arch is linked
 // for (e.g. COFF x86 -> "i686-pc-windows-msvc"); empty when none is.
-std::string triple_for(exports::Format format, exports::Arch arch);
+HOTLINK_API std::string triple_for(exports::Format format, exports::Arch arch);
 
 // hotlink's version ("0.1.0"), lld's version line ("LLD 22.1.0 (...)") and
 // the LLVM version hotlink was built against ("22.1.0").
-std::string version();
-std::string lld_version();
-std::string llvm_version();
+HOTLINK_API std::string version();
+HOTLINK_API std::string lld_version();
+HOTLINK_API std::string llvm_version();
 
 } // namespace hotlink

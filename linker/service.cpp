@@ -62,7 +62,7 @@ struct ImageFile {
   bool written = false;
 };
 
-struct LinkService::Impl {
+struct HOTLINK_HIDDEN LinkService::Impl {
   std::string worker_exe;
   unsigned max_workers;
   bool lld_on_own_thread = false;

@@ -27,7 +27,7 @@
 
 namespace hotlink {
 
-struct ServiceConfig {
+struct HOTLINK_API ServiceConfig {
   unsigned workers = 0;     // worker pool size; 0 = the number of cores less one
                             // (the in-process slot is a lane too), at least 1
   std::string worker_path;  // hotlink-ld; empty = found automatically
@@ -51,7 +51,7 @@ struct ServiceConfig {
   bool warm_up = false;
 };
 
-struct ServiceStats {
+struct HOTLINK_API ServiceStats {
   std::uint64_t in_process = 0; // links run in this process
   std::uint64_t in_worker = 0;  // links run by a worker
   std::uint64_t failed = 0;     // links that returned an error
@@ -68,16 +68,16 @@ struct ServiceStats {
 // during a link, another host thread looking such an option up by name
 // does not find it (its value is untouched); use Execution::Isolated where
 // that matters.
-std::optional<Error> set_host_llvm_options(const std::vector<std::string> &args);
+HOTLINK_API std::optional<Error> set_host_llvm_options(const std::vector<std::string> &args);
 
 // What a producer given to cache::Cache::get_or_build with a key of the
 // caller's returns for a link made without an output path: the bytes, the
 // file name, target, exports and COFF companions. A failed link's error is
 // returned as is; a link that published to a path is a BadRequest (the
 // cache stores bytes).
-Expected<cache::Artifact> cache_artifact(LinkResult result);
+HOTLINK_API Expected<cache::Artifact> cache_artifact(LinkResult result);
 
-class LinkService {
+class HOTLINK_API LinkService {
 public:
   explicit LinkService(ServiceConfig config = {});
   ~LinkService();

@@ -17,14 +17,14 @@
 
 namespace hotlink::loader {
 
-VerifyOptions verify_options(const cache::Entry &entry, const std::vector<signature::PublicKey> &trusted = {});
+HOTLINK_API VerifyOptions verify_options(const cache::Entry &entry, const std::vector<signature::PublicKey> &trusted = {});
 
 // Verifies the entry's bytes and maps a private copy of them.
-Expected<std::unique_ptr<Library>> load(const cache::Entry &entry,
+HOTLINK_API Expected<std::unique_ptr<Library>> load(const cache::Entry &entry,
                                         const std::vector<signature::PublicKey> &trusted = {});
 
 // HotModule::reload with the entry's bytes, verified as load() does.
-std::optional<Error> reload(HotModule &module, const cache::Entry &entry,
+HOTLINK_API std::optional<Error> reload(HotModule &module, const cache::Entry &entry,
                             const std::vector<signature::PublicKey> &trusted = {});
 
 } // namespace hotlink::loader

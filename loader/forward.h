@@ -50,7 +50,7 @@
 namespace hotlink::loader {
 
 // What forwarding did when a version was made current (VersionInfo::forwarding).
-struct ForwardReport {
+struct HOTLINK_API ForwardReport {
   std::size_t forwarded = 0; // functions of older versions that now run this version's code
   // Functions of the version this one replaced that still run their own
   // code, each "name: why" (no counterpart, too short, a thread was inside
@@ -61,7 +61,7 @@ struct ForwardReport {
 };
 
 // A function of a mapped version, and what is written over its start.
-struct ForwardFunction {
+struct HOTLINK_API ForwardFunction {
   std::string name, unit; // unit: the source file of a local symbol's translation unit
   std::uintptr_t address = 0;
   std::uint64_t size = 0;
@@ -78,7 +78,7 @@ struct ForwardFunction {
 };
 
 // One mapped version's functions, and its file opened for writing.
-class ForwardImage {
+class HOTLINK_API ForwardImage {
 public:
   ForwardImage() = default;
   ForwardImage(const ForwardImage &) = delete;
@@ -93,20 +93,20 @@ public:
 
 // The functions of `lib` (mapped from `bytes`), for forwarding. An error
 // says why this version's functions cannot be forwarded or patched.
-Expected<std::unique_ptr<ForwardImage>> forward_image(const std::vector<std::uint8_t> &bytes, const std::string &name,
+HOTLINK_API Expected<std::unique_ptr<ForwardImage>> forward_image(const std::vector<std::uint8_t> &bytes, const std::string &name,
                                                       const Library &lib, std::uint64_t number);
 
 // Points the functions of `others` at their counterparts in `target`, and
 // restores `target`'s own. Serialized by the caller.
-ForwardReport forward_to(ForwardImage &target, const std::vector<ForwardImage *> &others);
+HOTLINK_API ForwardReport forward_to(ForwardImage &target, const std::vector<ForwardImage *> &others);
 
 // Before `gone` is unmapped: functions of `others` that jump into it get
 // their own code back. False when one could not be written: then `gone`
 // must stay mapped.
-bool unforward_from(const ForwardImage &gone, const std::vector<ForwardImage *> &others);
+HOTLINK_API bool unforward_from(const ForwardImage &gone, const std::vector<ForwardImage *> &others);
 
 // Why forwarding cannot run in this process (not Linux x86_64, the signal
 // it uses is the host's); empty when it can.
-std::string forwarding_unavailable();
+HOTLINK_API std::string forwarding_unavailable();
 
 } // namespace hotlink::loader

@@ -60,7 +60,7 @@
 
 namespace hotlink::loader {
 
-struct ModuleOptions {
+struct HOTLINK_API ModuleOptions {
   std::vector<std::string> required_exports; // besides registered entries
   std::optional<ExpectedAbi> abi;            // checked through metadata_symbol
   std::string metadata_symbol;               // e.g. "f_metadata"
@@ -98,7 +98,7 @@ struct ModuleOptions {
   LoadOptions load;
 };
 
-struct VersionInfo {
+struct HOTLINK_API VersionInfo {
   std::uint64_t number = 0; // 1 for the first version loaded, then 2, ...
   std::string identity;     // "blake3:<hex>" of the artifact, or its SHA-256
                             // when reload() was given one to check
@@ -108,7 +108,7 @@ struct VersionInfo {
   ForwardReport forwarding; // with forward_old_versions: what was pointed at it
 };
 
-class HotModule {
+class HOTLINK_API HotModule {
   struct Version;
 
 public:
@@ -272,7 +272,7 @@ private:
 // rename, a file still being written is never loaded; one written in place
 // is loaded after its writer closes it, and if it is not a valid artifact
 // the old version keeps serving.
-class Watcher {
+class HOTLINK_API Watcher {
 public:
   struct Options {
     std::chrono::milliseconds debounce{50};

@@ -34,7 +34,7 @@ namespace hotlink::loader {
 
 using trust::blake3_hex; // trust/blake3.h: the one BLAKE3 helper
 
-struct LoadOptions {
+struct HOTLINK_API LoadOptions {
   // The private copy's file name. Empty: NAME.N.<hash>.EXT from the
   // artifact's name, a per-process count and the first 8 hex digits of the
   // bytes' hash (HotModule names versions NAME.vN.<hash>.EXT).
@@ -56,13 +56,13 @@ struct LoadOptions {
 };
 
 // An address range of a mapped image: [start, end).
-struct ImageRange {
+struct HOTLINK_API ImageRange {
   std::uintptr_t start = 0, end = 0;
 };
 
 // A mapped private copy. Unmapped (dlclose) and its file removed when
 // destroyed.
-class Library {
+class HOTLINK_API Library {
 public:
   ~Library();
   Library(const Library &) = delete;
@@ -90,7 +90,7 @@ private:
 };
 
 // Maps `bytes` (verified first by the caller) as a private copy.
-Expected<std::unique_ptr<Library>> load_private(const std::vector<std::uint8_t> &bytes,
+HOTLINK_API Expected<std::unique_ptr<Library>> load_private(const std::vector<std::uint8_t> &bytes,
                                                 const std::string &name,
                                                 const LoadOptions &options = {});
 
@@ -98,15 +98,15 @@ Expected<std::unique_ptr<Library>> load_private(const std::vector<std::uint8_t> 
 // the CLI, cache entries, HotModule): verify(bytes, name, verify_options),
 // then a private copy mapped, named from the identity verify() computed
 // (not hashed again). What verify() learned comes back with the library.
-struct VerifiedLibrary {
+struct HOTLINK_API VerifiedLibrary {
   std::unique_ptr<Library> library;
   Verified verified;
 };
-Expected<VerifiedLibrary> load_verified(const std::vector<std::uint8_t> &bytes, const std::string &name,
+HOTLINK_API Expected<VerifiedLibrary> load_verified(const std::vector<std::uint8_t> &bytes, const std::string &name,
                                         const VerifyOptions &verify_options = {},
                                         const LoadOptions &load_options = {});
 
-struct AbiArgument {
+struct HOTLINK_API AbiArgument {
   std::string name;
   int kind = 0;
   int dimensions = 0;
@@ -114,7 +114,7 @@ struct AbiArgument {
   int type_bits = 0;
 };
 
-struct ExpectedAbi {
+struct HOTLINK_API ExpectedAbi {
   int version = 1;
   std::vector<AbiArgument> arguments;
 };
@@ -122,7 +122,7 @@ struct ExpectedAbi {
 // Calls `metadata_symbol` (a `const halide_filter_metadata_t *(void)`) in
 // `lib` and compares its report with `expected`. The error names the first
 // argument or field that differs.
-std::optional<Error> check_abi(const Library &lib, const std::string &metadata_symbol,
+HOTLINK_API std::optional<Error> check_abi(const Library &lib, const std::string &metadata_symbol,
                                const ExpectedAbi &expected);
 
 } // namespace hotlink::loader

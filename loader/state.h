@@ -29,7 +29,7 @@
 
 namespace hotlink::loader {
 
-struct StateVariable {
+struct HOTLINK_API StateVariable {
   std::string name;   // the symbol: "counter", "step.calls" (a C static local)
   std::string unit;   // the translation unit's source file; empty for an external name
   void *address = nullptr;
@@ -54,17 +54,17 @@ enum class StateMismatchPolicy {
 using StateMigration = std::function<std::optional<Error>(const StateVariable &old, const StateVariable &fresh)>;
 
 // What a reload (or rollback) did with each state variable, by key().
-struct StateReport {
+struct HOTLINK_API StateReport {
   std::vector<std::string> carried, reset, migrated, added, dropped;
   std::vector<std::string> warnings;
 };
 
 // The image's state variables, at their addresses in the mapped image that
 // starts at `load_base` (0: the link-time addresses).
-Expected<std::vector<StateVariable>> state_variables(const std::vector<std::uint8_t> &bytes,
+HOTLINK_API Expected<std::vector<StateVariable>> state_variables(const std::vector<std::uint8_t> &bytes,
                                                      const std::string &name, std::uintptr_t load_base);
 
-struct StateCarry {
+struct HOTLINK_API StateCarry {
   struct Pair {
     const StateVariable *old = nullptr, *fresh = nullptr;
     std::string mismatch; // empty: same layout (or size)
@@ -76,13 +76,13 @@ struct StateCarry {
 
 // Pairs the variables; refuses a mismatch under Refuse (error naming the
 // variable and what changed, `input` = the new version's name).
-Expected<StateCarry> plan_state_carry(const std::vector<StateVariable> &old, const std::vector<StateVariable> &fresh,
+HOTLINK_API Expected<StateCarry> plan_state_carry(const std::vector<StateVariable> &old, const std::vector<StateVariable> &fresh,
                                       StateMismatchPolicy policy, const std::string &input);
 
 // Copies what `plan` carries into the new version and records it in
 // plan.report. `old_image`: the old version's mapped ranges. An error (a
 // refusal, or the migration hook's) leaves the old version untouched.
-std::optional<Error> carry_state(StateCarry &plan, const std::vector<ImageRange> &old_image,
+HOTLINK_API std::optional<Error> carry_state(StateCarry &plan, const std::vector<ImageRange> &old_image,
                                  StateMismatchPolicy policy, const StateMigration &migrate, const std::string &input);
 
 } // namespace hotlink::loader

@@ -47,7 +47,7 @@
 
 namespace hotlink::rebuild {
 
-struct Options {
+struct HOTLINK_API Options {
   std::string compile_commands;     // path of compile_commands.json
   std::vector<std::string> sources; // the module's sources, as the database names them
                                     // (absolute, or relative to the working directory)
@@ -56,7 +56,7 @@ struct Options {
   std::chrono::milliseconds debounce{10};
 };
 
-class Rebuilder {
+class HOTLINK_API Rebuilder {
 public:
   Rebuilder(loader::HotModule &module, LinkService &service, Options options);
   ~Rebuilder(); // stops watching and joins

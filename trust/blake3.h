@@ -2,6 +2,8 @@
 // manifests, the loader's expected hashes and signed statements.
 #pragma once
 
+#include "base/error.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -10,8 +12,8 @@
 namespace hotlink::trust {
 
 // BLAKE3-256 of the bytes, as 64 lowercase hex digits.
-std::string blake3_hex(const void *data, std::size_t size);
-inline std::string blake3_hex(const std::string &s) { return blake3_hex(s.data(), s.size()); }
-inline std::string blake3_hex(const std::vector<std::uint8_t> &v) { return blake3_hex(v.data(), v.size()); }
+HOTLINK_API std::string blake3_hex(const void *data, std::size_t size);
+HOTLINK_API inline std::string blake3_hex(const std::string &s) { return blake3_hex(s.data(), s.size()); }
+HOTLINK_API inline std::string blake3_hex(const std::vector<std::uint8_t> &v) { return blake3_hex(v.data(), v.size()); }
 
 } // namespace hotlink::trust

@@ -33,14 +33,14 @@
 
 namespace hotlink::signature {
 
-struct PublicKey {
+struct HOTLINK_API PublicKey {
   std::array<std::uint8_t, 32> bytes{};
   std::string comment; // from the .pub file (e.g. the key file's name)
   std::string hex() const;
   bool operator==(const PublicKey &o) const { return bytes == o.bytes; }
 };
 
-class SecretKey {
+class HOTLINK_API SecretKey {
 public:
   // A new random key pair.
   static SecretKey generate();
@@ -60,15 +60,15 @@ private:
 
 // Writes KEY (the secret key, 0600, created exclusively unless `overwrite`)
 // and KEY.pub. Errors name the path.
-std::optional<Error> write_key_pair(const SecretKey &key, const std::string &path,
+HOTLINK_API std::optional<Error> write_key_pair(const SecretKey &key, const std::string &path,
                                     bool overwrite = false);
 // Reads a secret key file; refuses one that group or others can read.
-Expected<SecretKey> read_secret_key(const std::string &path);
+HOTLINK_API Expected<SecretKey> read_secret_key(const std::string &path);
 // Reads a public key file ("hotlink-ed25519 <64 hex> [comment]").
-Expected<PublicKey> read_public_key(const std::string &path);
-Expected<PublicKey> parse_public_key(const std::string &text, const std::string &name);
+HOTLINK_API Expected<PublicKey> read_public_key(const std::string &path);
+HOTLINK_API Expected<PublicKey> parse_public_key(const std::string &text, const std::string &name);
 
-struct Statement {
+struct HOTLINK_API Statement {
   std::string json; // the signed part
   struct Signature {
     PublicKey key;
@@ -78,14 +78,14 @@ struct Statement {
 };
 
 // JSON + checksum line (an unsigned statement).
-std::string seal(const std::string &json);
+HOTLINK_API std::string seal(const std::string &json);
 // Appends a signature line by `key` to a sealed statement.
-std::string add_signature(const std::string &statement, const SecretKey &key);
+HOTLINK_API std::string add_signature(const std::string &statement, const SecretKey &key);
 // Splits a statement and checks its checksum line. Errors: BadSignature
 // (malformed or checksum mismatch), naming `name`.
-Expected<Statement> parse_statement(const std::string &text, const std::string &name);
+HOTLINK_API Expected<Statement> parse_statement(const std::string &text, const std::string &name);
 
-struct Checked {
+struct HOTLINK_API Checked {
   Statement statement;
   PublicKey signer;                 // the trusted key whose signature verified
   std::string blake3;               // what the statement says
@@ -95,16 +95,16 @@ struct Checked {
 
 // The signature checks above (not the artifact). `name` names the
 // statement in errors.
-Expected<Checked> check_statement(const std::string &text, const std::vector<PublicKey> &trusted,
+HOTLINK_API Expected<Checked> check_statement(const std::string &text, const std::vector<PublicKey> &trusted,
                                   const std::string &name);
 // check_statement(), then the artifact's BLAKE3 and size against it.
-Expected<Checked> check_artifact(const std::vector<std::uint8_t> &artifact,
+HOTLINK_API Expected<Checked> check_artifact(const std::vector<std::uint8_t> &artifact,
                                  const std::string &statement,
                                  const std::vector<PublicKey> &trusted, const std::string &name);
 
 // A statement for a file signed outside the cache (`hotlink sign`): name,
 // size, BLAKE3 and the export list.
-std::string artifact_statement_json(const std::vector<std::uint8_t> &artifact,
+HOTLINK_API std::string artifact_statement_json(const std::vector<std::uint8_t> &artifact,
                                     const std::string &name,
                                     const std::vector<std::string> &exports,
                                     const std::string &target);

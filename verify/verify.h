@@ -22,7 +22,7 @@
 
 namespace hotlink {
 
-struct VerifyOptions {
+struct HOTLINK_API VerifyOptions {
   std::vector<std::string> expected_exports;
   std::string sha256; // hex; empty = not checked
   std::string blake3; // hex; empty = not checked
@@ -49,7 +49,7 @@ struct VerifyOptions {
   std::string processor;
 };
 
-struct Verified {
+struct HOTLINK_API Verified {
   exports::ArtifactInfo info;
   // Of the bytes: the hash that was checked; BLAKE3 when none was (the
   // other is left empty: compute it with sha256_hex / blake3_hex if needed).
@@ -57,12 +57,12 @@ struct Verified {
   std::string signer; // hex of the trusted key that signed it, if required
 };
 
-Expected<Verified> verify(const std::vector<std::uint8_t> &bytes, const std::string &name,
+HOTLINK_API Expected<Verified> verify(const std::vector<std::uint8_t> &bytes, const std::string &name,
                           const VerifyOptions &options = {});
 
 // Reads a file and verifies it. Errors name the path.
-Expected<std::vector<std::uint8_t>> read_artifact_file(const std::string &path);
+HOTLINK_API Expected<std::vector<std::uint8_t>> read_artifact_file(const std::string &path);
 
-std::string sha256_hex(const std::vector<std::uint8_t> &bytes);
+HOTLINK_API std::string sha256_hex(const std::vector<std::uint8_t> &bytes);
 
 } // namespace hotlink

@@ -43,6 +43,11 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+/* Every function declared here is exported by libhotlink.so, which builds
+ * with hidden visibility otherwise. */
+#if defined(__GNUC__) && !defined(_WIN32)
+#pragma GCC visibility push(default)
+#endif
 
 /* --- Errors --------------------------------------------------------------- */
 
@@ -364,6 +369,9 @@ uint64_t hotlink_pin_version(const hotlink_pin *pin);
  * for, is left alone. */
 void hotlink_pin_release(hotlink_pin *pin);
 
+#if defined(__GNUC__) && !defined(_WIN32)
+#pragma GCC visibility pop
+#endif
 #ifdef __cplusplus
 }
 #endif

@@ -25,6 +25,14 @@ template <class R, class F, class Fail> R contained(F &&body, Fail &&fail) noexc
   }
 }
 
+LinkResult failed_result(Error e) {
+  LinkResult r;
+  r.error = std::move(e);
+  return r;
+}
+
+template <class T> Expected<T> as_expected(Error e) { return Expected<T>(std::move(e)); }
+
 LinkService *create_service(const ServiceConfig &config, Error *error) {
   return contained<LinkService *>([&] { return new LinkService(config); },
                                   [&](Error e) -> LinkService * {
@@ -36,23 +44,39 @@ LinkService *create_service(const ServiceConfig &config, Error *error) {
 void destroy_service(LinkService *service) { delete service; }
 
 LinkResult link(LinkService &service, const LinkRequest &request) {
-  return contained<LinkResult>([&] { return service.link(request); },
-                               [](Error e) {
-                                 LinkResult r;
-                                 r.error = std::move(e);
-                                 return r;
-                               });
+  return contained<LinkResult>([&] { return service.link(request); }, failed_result);
+}
+
+std::future<LinkResult> submit(LinkService &service, LinkRequest request) {
+  return contained<std::future<LinkResult>>([&] { return service.submit(std::move(request)); }, [](Error e) {
+    std::promise<LinkResult> p;
+    p.set_value(failed_result(std::move(e)));
+    return p.get_future();
+  });
+}
+
+Expected<cache::Key> key_of(LinkService &service, const LinkRequest &request) {
+  return contained<Expected<cache::Key>>([&] { return service.cache_key(request); }, as_expected<cache::Key>);
+}
+
+ServiceStats stats_of(const LinkService &service) { return service.stats(); }
+
+bool usable() { return LinkService::in_process_usable(); }
+
+std::optional<Error> llvm_options(const std::vector<std::string> &args) {
+  return contained<std::optional<Error>>([&] { return hotlink::set_host_llvm_options(args); },
+                                         [](Error e) { return std::optional<Error>(std::move(e)); });
 }
 
 Expected<cache::Artifact> artifact_of(const LinkResult &result) {
   return contained<Expected<cache::Artifact>>([&] { return hotlink::cache_artifact(result); },
-                                              [](Error e) { return Expected<cache::Artifact>(std::move(e)); });
+                                              as_expected<cache::Artifact>);
 }
 
 Expected<Verified> verify_target(const std::vector<std::uint8_t> &bytes, const std::string &name,
                                  const std::string &target, const VerifyOptions &options) {
   return contained<Expected<Verified>>([&] { return hotlink::verify_for_target(bytes, name, target, options); },
-                                       [](Error e) { return Expected<Verified>(std::move(e)); });
+                                       as_expected<Verified>);
 }
 
 std::string lld() {
@@ -65,7 +89,7 @@ std::string lld() {
 
 extern "C" __attribute__((visibility("default"))) const hotlink::linker_module::Table *hotlink_linker_module_v1() {
   using namespace hotlink::linker_module;
-  static const Table table{stamp(HOTLINK_VERSION_STRING), create_service, destroy_service, link,
-                           artifact_of, verify_target, lld};
+  static const Table table{stamp(HOTLINK_VERSION_STRING), create_service, destroy_service, link, submit, key_of,
+                           stats_of, usable, llvm_options, artifact_of, verify_target, lld};
   return &table;
 }

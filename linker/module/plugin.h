@@ -4,6 +4,10 @@
 // that links, so that a process that only loads cached artifacts never
 // maps libLLVM, lld or libclang-cpp.
 //
+// The runtime's side is client.cpp: it defines LinkService and the other
+// linker calls of the public API by forwarding them through the table, so
+// that libhotlink.so's C and C++ callers link as before.
+//
 // The module and the library that loads it come from one build and one
 // C++ runtime: the functions take hotlink's plain C++ types. The table
 // carries the sizes of those types, and the loader refuses a module whose
@@ -17,6 +21,8 @@
 #include "verify/verify.h"
 
 #include <cstddef>
+#include <future>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -52,15 +58,24 @@ struct Table {
   // A LinkService (service.h) of the module's, or null with *error set.
   LinkService *(*create_service)(const ServiceConfig &config, Error *error);
   void (*destroy_service)(LinkService *service);
-  // LinkService::link; a failure is the result's error.
+  // LinkService's members; a failure is the result's or the value's error.
   LinkResult (*link)(LinkService &service, const LinkRequest &request);
-  // cache_artifact (service.h).
+  std::future<LinkResult> (*submit)(LinkService &service, LinkRequest request);
+  Expected<cache::Key> (*cache_key)(LinkService &service, const LinkRequest &request);
+  ServiceStats (*stats)(const LinkService &service);
+  bool (*in_process_usable)();
+  // The free functions of service.h, linker.h and verify.h.
+  std::optional<Error> (*set_host_llvm_options)(const std::vector<std::string> &args);
   Expected<cache::Artifact> (*cache_artifact)(const LinkResult &result);
-  // verify_for_target (linker/verify.h).
   Expected<Verified> (*verify_for_target)(const std::vector<std::uint8_t> &bytes, const std::string &name,
                                           const std::string &target, const VerifyOptions &options);
   std::string (*lld_version)();
 };
+
+// The module's table, loaded once per process by the runtime (client.cpp);
+// a failure is kept, and every later call returns the same error: it names
+// the module, the places looked and how to fix it.
+Expected<const Table *> linker();
 
 using EntryFn = const Table *(*)();
 

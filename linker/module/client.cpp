@@ -1,0 +1,163 @@
+// The runtime's side of the linker module (plugin.h), compiled into
+// libhotlink.so alone: LinkService and the linker's free functions of the
+// public API, each forwarded to libhotlink-linker-X.Y.so, which is loaded
+// on the first call that needs it. Programs that link the linker's archive
+// (the CLI, the tests) get the real definitions instead.
+#include "base/own_module.h"
+#include "linker/module/plugin.h"
+#include "linker/verify.h"
+
+#include <dlfcn.h>
+#include <mutex>
+
+namespace hotlink {
+
+namespace linker_module {
+
+namespace {
+
+Expected<const Table *> load() {
+  auto path = find_own_module({HOTLINK_LINKER_MODULE_FILE, kEnv, reinterpret_cast<const void *>(&linker),
+                               {HOTLINK_BUILD_LIBDIR, HOTLINK_INSTALL_LIBDIR}},
+                              "linking");
+  if (!path)
+    return path.take_error();
+  // Never closed: lld keeps state for the process's life. RTLD_LOCAL: the
+  // module's lld and libLLVM stay its own; RTLD_NOW: a missing dependency
+  // is reported here, not at a later call.
+  void *handle = ::dlopen(path->c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    const char *why = ::dlerror();
+    return make_error(ErrorCode::Internal, std::string("cannot load the linker module: ") + (why ? why : "dlopen failed"),
+                      *path, {}, "reinstall hotlink; the module needs LLVM 22's libraries (libllvm22)");
+  }
+  auto entry = reinterpret_cast<EntryFn>(::dlsym(handle, kSymbol));
+  const Table *table = entry ? entry() : nullptr;
+  if (!table || !(table->stamp == stamp(HOTLINK_VERSION_STRING)))
+    return make_error(ErrorCode::Internal,
+                      "the linker module is not this libhotlink's (another version or build of hotlink)", *path, {},
+                      "install libhotlink and libhotlink-linker from one build, or point " + std::string(kEnv) +
+                          " at the right one");
+  return table;
+}
+
+} // namespace
+
+Expected<const Table *> linker() {
+  static const Expected<const Table *> table = load();
+  return table;
+}
+
+} // namespace linker_module
+
+// --- LinkService: the configuration, and the module's service made of it on
+// the first call that links (warm_up: at once) ---------------------------------
+
+struct HOTLINK_HIDDEN LinkService::Impl {
+  ServiceConfig config;
+  std::once_flag started;
+  const linker_module::Table *linker = nullptr;
+  LinkService *service = nullptr; // the module's
+  std::optional<Error> failure;   // why it could not start
+
+  ~Impl() {
+    if (service)
+      linker->destroy_service(service);
+  }
+
+  // False, with `failure` set, when the module or its service cannot start.
+  bool start() {
+    std::call_once(started, [&] {
+      auto table = linker_module::linker();
+      if (!table) {
+        failure = table.take_error();
+        return;
+      }
+      Error error;
+      linker = *table;
+      service = linker->create_service(config, &error);
+      if (!service)
+        failure = std::move(error);
+    });
+    return service != nullptr;
+  }
+};
+
+LinkService::LinkService(ServiceConfig config) : impl_(std::make_unique<Impl>()) {
+  impl_->config = std::move(config);
+  if (impl_->config.warm_up)
+    impl_->start();
+}
+
+LinkService::~LinkService() = default;
+
+LinkResult LinkService::link(const LinkRequest &request) {
+  if (!impl_->start()) {
+    LinkResult r;
+    r.error = *impl_->failure;
+    return r;
+  }
+  return impl_->linker->link(*impl_->service, request);
+}
+
+std::future<LinkResult> LinkService::submit(LinkRequest request) {
+  if (!impl_->start()) {
+    std::promise<LinkResult> p;
+    LinkResult r;
+    r.error = *impl_->failure;
+    p.set_value(std::move(r));
+    return p.get_future();
+  }
+  return impl_->linker->submit(*impl_->service, std::move(request));
+}
+
+Expected<cache::Key> LinkService::cache_key(const LinkRequest &request) {
+  if (!impl_->start())
+    return *impl_->failure;
+  return impl_->linker->cache_key(*impl_->service, request);
+}
+
+ServiceStats LinkService::stats() const {
+  // Nothing linked yet when the module's service is not made.
+  return impl_->service ? impl_->linker->stats(*impl_->service) : ServiceStats{};
+}
+
+bool LinkService::in_process_usable() {
+  auto table = linker_module::linker();
+  return table && (*table)->in_process_usable();
+}
+
+// --- The free functions ----------------------------------------------------------
+
+std::optional<Error> set_host_llvm_options(const std::vector<std::string> &args) {
+  auto table = linker_module::linker();
+  if (!table)
+    return table.take_error();
+  return (*table)->set_host_llvm_options(args);
+}
+
+Expected<cache::Artifact> cache_artifact(LinkResult result) {
+  auto table = linker_module::linker(); // loaded: the result came from it
+  if (!table)
+    return table.take_error();
+  return (*table)->cache_artifact(result);
+}
+
+// This host's checks in the runtime; another target's need its platform.
+Expected<Verified> verify_for_target(const std::vector<std::uint8_t> &bytes, const std::string &name,
+                                     const std::string &target, VerifyOptions options) {
+  if (target.empty())
+    return verify(bytes, name, options);
+  auto table = linker_module::linker();
+  if (!table)
+    return table.take_error();
+  return (*table)->verify_for_target(bytes, name, target, options);
+}
+
+// lld's own answer; "" when the module cannot load.
+std::string lld_version() {
+  auto table = linker_module::linker();
+  return table ? (*table)->lld_version() : std::string();
+}
+
+} // namespace hotlink
