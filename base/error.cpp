@@ -1,4 +1,4 @@
-#include "base/error.h"
+#include "hotlink/error.h"
 
 #include <string>
 

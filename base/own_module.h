@@ -4,7 +4,7 @@
 // it or what it links (libLLVM, libclang-cpp).
 #pragma once
 
-#include "base/error.h"
+#include "hotlink/error.h"
 
 #include <string>
 #include <vector>
@@ -12,7 +12,7 @@
 namespace hotlink {
 
 struct OwnModule {
-  std::string file;        // e.g. "libhotlink-linker.so.0.1"
+  std::string file;        // e.g. "libhotlink-linker-0.1.so"
   std::string env;         // a variable whose value, when set, is the one path tried
   const void *anchor;      // code of the library that asks: its directory is looked in first
   std::vector<std::string> dirs; // then these (the build's and the installation's lib/)

@@ -13,11 +13,11 @@
 // Only the path itself is timed (manual timing): emptying the cache and
 // unmapping the library are not.
 #include "bench/bench_support.h"
-#include "cache/cache.h"
-#include "linker/service.h"
-#include "loader/cache_entry.h"
-#include "loader/loader.h"
-#include "trust/signature.h"
+#include "hotlink/cache.h"
+#include "hotlink/link_service.h"
+#include "hotlink/cache_entry.h"
+#include "hotlink/load.h"
+#include "hotlink/signature.h"
 #include "test/redis_server.h"
 
 #include <benchmark/benchmark.h>

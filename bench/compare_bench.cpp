@@ -17,10 +17,10 @@
 // `--markdown FILE` writes the tables (medians and ratios of this run) for
 // bench/report.sh.
 #include "bench/bench_support.h"
-#include "cache/cache.h"
-#include "linker/service.h"
-#include "loader/hot_module.h"
-#include "loader/loader.h"
+#include "hotlink/cache.h"
+#include "hotlink/link_service.h"
+#include "hotlink/hot_module.h"
+#include "hotlink/load.h"
 
 #include "lld/Common/Driver.h"
 #include "llvm/ExecutionEngine/Orc/ExecutionUtils.h"

@@ -11,7 +11,7 @@
 //   spawned, the image read back; one after another.
 // Prints Google Benchmark's table, then the medians and ratios of this run.
 #include "bench/bench_support.h"
-#include "linker/service.h"
+#include "hotlink/link_service.h"
 
 #include <chrono>
 #include <cstdio>

@@ -30,8 +30,8 @@
 //   direct_bench [--markdown FILE] [--rounds N] [--links N]
 //                [--only hotlink|bare|direct|same-line[-large]|many N]
 #include "bench/bench_support.h"
-#include "linker/service.h"
-#include "loader/hot_module.h"
+#include "hotlink/link_service.h"
+#include "hotlink/hot_module.h"
 
 #include "lld/Common/Driver.h"
 #include "llvm/Support/FileSystem.h"

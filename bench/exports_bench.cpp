@@ -1,11 +1,11 @@
 // Symbol scan + export policy + writer for a large JIT object (~5 MB,
 // 20,000 symbols), against linking the same object in-process: the export
 // work should be a small fraction of the link.
-#include "exports/policy.h"
-#include "exports/symbols.h"
+#include "hotlink/export_policy.h"
+#include "hotlink/symbols.h"
 #include "exports/writers.h"
-#include "linker/linker.h"
-#include "linker/service.h"
+#include "hotlink/link.h"
+#include "hotlink/link_service.h"
 
 #include "bench/bench_support.h"
 

@@ -4,8 +4,8 @@
 // ratios computed from this one run.
 //
 // usage: link_bench [--disk-dir DIR] [google benchmark flags]
-#include "linker/linker.h"
-#include "linker/service.h"
+#include "hotlink/link.h"
+#include "hotlink/link_service.h"
 
 #include "bench/bench_support.h"
 

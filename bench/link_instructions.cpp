@@ -6,7 +6,7 @@
 //
 //   link_instructions N [bare]   N warm links inside measured_links()
 #include "bench/bench_support.h"
-#include "linker/service.h"
+#include "hotlink/link_service.h"
 
 #include <cstdio>
 

@@ -7,8 +7,8 @@
 //   off, and on with 16 replaced versions kept mapped (each reload points
 //   all of them at the new one); and what each kept version costs.
 #include "bench/bench_support.h"
-#include "linker/service.h"
-#include "loader/hot_module.h"
+#include "hotlink/link_service.h"
+#include "hotlink/hot_module.h"
 
 #include <benchmark/benchmark.h>
 

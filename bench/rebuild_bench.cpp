@@ -5,9 +5,9 @@
 // run. The goal: edit-to-running <= clang -c + 25 ms.
 //   usage: rebuild_bench [EDITS] [--markdown FILE]
 #include "bench/bench_support.h"
-#include "linker/service.h"
-#include "loader/hot_module.h"
-#include "rebuild/rebuilder.h"
+#include "hotlink/link_service.h"
+#include "hotlink/hot_module.h"
+#include "hotlink/rebuild.h"
 
 #include <algorithm>
 #include <chrono>

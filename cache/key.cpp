@@ -1,8 +1,8 @@
 // Cache keys: a canonical encoding of named fields, hashed with BLAKE3.
-#include "cache/cache.h"
+#include "hotlink/cache.h"
 #include "cache/manifest.h"
 
-#include "trust/blake3.h"
+#include "hotlink/blake3.h"
 
 #include <cctype>
 

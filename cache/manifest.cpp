@@ -1,7 +1,7 @@
 #include "cache/manifest.h"
 
-#include "trust/blake3.h"
-#include "trust/signature.h"
+#include "hotlink/blake3.h"
+#include "hotlink/signature.h"
 
 #include "llvm/Support/JSON.h"
 
@@ -55,7 +55,7 @@ bool is_hex_key(const std::string &s) {
 }
 
 
-// The manifest's JSON (a statement: trust/signature.h).
+// The manifest's JSON (a statement: hotlink/signature.h).
 std::string encode_manifest(const Manifest &m) {
   llvm::json::Array exports;
   for (const std::string &e : m.exports)

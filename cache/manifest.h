@@ -1,11 +1,11 @@
 // Internal. An entry's manifest: what the cache records of an artifact and
 // its companions (size and BLAKE3 of each), encoded as a statement
-// (trust/signature.h: JSON, then "blake3 <hex of the JSON>", then any
+// (hotlink/signature.h: JSON, then "blake3 <hex of the JSON>", then any
 // signatures). The local store, the remote tier and `hotlink cache` read
 // and write it through these calls only.
 #pragma once
 
-#include "cache/cache.h"
+#include "hotlink/cache.h"
 
 #include <cstdint>
 #include <string>

@@ -1,4 +1,4 @@
-#include "cache/remote.h"
+#include "hotlink/remote_cache.h"
 
 #include <hiredis/hiredis.h>
 

@@ -5,12 +5,12 @@
 // (stats.cpp) share. One Cache::Impl per open Cache.
 #pragma once
 
-#include "cache/cache.h"
+#include "hotlink/cache.h"
 #include "cache/manifest.h"
 
 #include "base/clock.h"
 #include "base/files.h"
-#include "trust/blake3.h"
+#include "hotlink/blake3.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"

@@ -1,8 +1,8 @@
 // The C API's cache: opening one, and get_or_build with the caller's keys
-// and a C producer callback (cache/cache.h).
+// and a C producer callback (hotlink/cache.h).
 #include "capi/objects.h"
 
-#include "trust/signature.h"
+#include "hotlink/signature.h"
 
 using namespace hotlink;
 using capi::str;

@@ -1,7 +1,7 @@
 // The C API's errors and version strings.
 #include "capi/handles.h"
 
-#include "linker/linker.h"
+#include "hotlink/link.h"
 
 using namespace hotlink;
 

@@ -4,7 +4,7 @@
 
 #include "hotlink/hotlink.h"
 
-#include "base/error.h"
+#include "hotlink/error.h"
 
 #include <exception>
 #include <new>

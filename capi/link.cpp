@@ -1,4 +1,4 @@
-// The C API's link service, requests and results, over linker/service.h
+// The C API's link service, requests and results, over hotlink/link_service.h
 // (in libhotlink.so: forwarded to the linker module, linker/module/client.cpp).
 #include "capi/handles.h"
 #include "capi/objects.h"

@@ -1,4 +1,4 @@
-// The C API's loader and hot module (loader/loader.h, loader/hot_module.h).
+// The C API's loader and hot module (hotlink/load.h, hotlink/hot_module.h).
 #include "capi/objects.h"
 #include "linker/verify.h"
 

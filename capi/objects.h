@@ -5,12 +5,12 @@
 
 #include "capi/handles.h"
 
-#include "cache/cache.h"
-#include "linker/linker.h"
-#include "linker/service.h"
-#include "loader/cache_entry.h"
-#include "loader/hot_module.h"
-#include "loader/loader.h"
+#include "hotlink/cache.h"
+#include "hotlink/link.h"
+#include "hotlink/link_service.h"
+#include "hotlink/cache_entry.h"
+#include "hotlink/hot_module.h"
+#include "hotlink/load.h"
 
 #include <memory>
 #include <string>

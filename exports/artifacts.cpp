@@ -1,6 +1,6 @@
 // Reading linked artifacts: what an ELF .so, PE DLL, Mach-O dylib or wasm
 // module exports, imports and needs.
-#include "exports/symbols.h"
+#include "hotlink/symbols.h"
 #include "exports/object_file.h"
 #include "exports/recovery.h"
 #include "exports/targets.h"

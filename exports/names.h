@@ -3,8 +3,8 @@
 // symbols list, a .def file or an lld argument.
 #pragma once
 
-#include "base/error.h"
-#include "exports/symbols.h"
+#include "hotlink/error.h"
+#include "hotlink/symbols.h"
 
 #include <optional>
 #include <string>

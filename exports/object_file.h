@@ -4,8 +4,8 @@
 // returns unchecked.
 #pragma once
 
-#include "base/error.h"
-#include "exports/symbols.h"
+#include "hotlink/error.h"
+#include "hotlink/symbols.h"
 
 #include "llvm/Object/Binary.h"
 #include "llvm/Object/ObjectFile.h"

@@ -1,4 +1,4 @@
-#include "exports/policy.h"
+#include "hotlink/export_policy.h"
 
 #include "exports/names.h"
 

@@ -20,7 +20,7 @@
 // unless crash recovery is on.
 #pragma once
 
-#include "base/error.h"
+#include "hotlink/error.h"
 
 #include <functional>
 #include <optional>

@@ -1,4 +1,4 @@
-#include "exports/symbols.h"
+#include "hotlink/symbols.h"
 #include "exports/object_file.h"
 #include "exports/recovery.h"
 #include "exports/targets.h"

@@ -10,7 +10,7 @@
 // script itself still goes to lld verbatim, which parses it again.
 #pragma once
 
-#include "base/error.h"
+#include "hotlink/error.h"
 
 #include <string>
 #include <vector>

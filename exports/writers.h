@@ -14,9 +14,9 @@
 // All: empty names, non-ASCII bytes and names over kMaxNameLength are refused.)
 #pragma once
 
-#include "base/error.h"
+#include "hotlink/error.h"
 #include "exports/names.h"
-#include "exports/policy.h"
+#include "hotlink/export_policy.h"
 
 #include <optional>
 #include <string>

@@ -3,7 +3,7 @@
 // the few objects a self-contained link needs).
 #pragma once
 
-#include "base/error.h"
+#include "hotlink/error.h"
 
 #include <cstdint>
 #include <string>

@@ -7,7 +7,7 @@
 // names the .def and the line. Nothing is written on error.
 #pragma once
 
-#include "base/error.h"
+#include "hotlink/error.h"
 
 #include <cstdint>
 #include <string>

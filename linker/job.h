@@ -4,7 +4,7 @@
 // produce the same bytes.
 #pragma once
 
-#include "base/error.h"
+#include "hotlink/error.h"
 
 #include <cstdint>
 #include <functional>

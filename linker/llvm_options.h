@@ -14,7 +14,7 @@
 // LLVM's options) run in a worker, where every option has its default.
 #pragma once
 
-#include "base/error.h"
+#include "hotlink/error.h"
 
 #include <optional>
 #include <string>

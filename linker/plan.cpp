@@ -6,7 +6,7 @@
 #include "linker/plan.h"
 
 #include "base/clock.h"
-#include "exports/symbols.h"
+#include "hotlink/symbols.h"
 #include "linker/inputs.h"
 
 #include "llvm/Support/FileSystem.h"

@@ -5,9 +5,9 @@
 // symbol named. The cache key follows from the plan alone.
 #pragma once
 
-#include "cache/cache.h"
+#include "hotlink/cache.h"
 #include "linker/job.h"
-#include "linker/linker.h"
+#include "hotlink/link.h"
 #include "linker/platforms/platform.h"
 
 #include <memory>

@@ -1,7 +1,7 @@
 // The plain data of a link that needs no linker: a request's inputs, the
 // host's triple and the versions. The runtime (libhotlink.so) builds
 // requests with these and hands them to the linker it loads on first need.
-#include "linker/linker.h"
+#include "hotlink/link.h"
 
 #include "llvm/Config/llvm-config.h"
 #include "llvm/TargetParser/Host.h"

@@ -1,4 +1,4 @@
-#include "linker/service.h"
+#include "hotlink/link_service.h"
 #include "base/clock.h"
 
 #include "llvm/ADT/StringRef.h"

@@ -1,13 +1,13 @@
 // Verifying an artifact for a target, on any host: what the loader checks
-// before it maps an artifact (loader/loader.h: format, arch, exports,
+// before it maps an artifact (hotlink/load.h: format, arch, exports,
 // hashes, a signature), for this host or for another target, and for
 // another target the checks its platform's own loader would make without
 // loading anything (Mach-O: what dyld needs). A build host can so refuse a
 // Windows DLL or a macOS dylib it linked before shipping it.
 #pragma once
 
-#include "base/error.h"
-#include "verify/verify.h"
+#include "hotlink/error.h"
+#include "hotlink/verify.h"
 
 #include <cstdint>
 #include <string>

@@ -1,6 +1,6 @@
 // lld's version line: what lld answers itself (the linker's half of the
 // versions; linker/request.cpp has the rest).
-#include "linker/linker.h"
+#include "hotlink/link.h"
 
 // lld/Common/Version.h includes a Version.inc that Debian's liblld-22-dev
 // does not ship; the function itself is in liblldCommon.

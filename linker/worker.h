@@ -2,7 +2,7 @@
 // length-prefixed frames (wire.cpp). One job at a time.
 #pragma once
 
-#include "base/error.h"
+#include "hotlink/error.h"
 #include "linker/job.h"
 
 #include <chrono>

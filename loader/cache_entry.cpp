@@ -1,4 +1,4 @@
-#include "loader/cache_entry.h"
+#include "hotlink/cache_entry.h"
 
 namespace hotlink::loader {
 

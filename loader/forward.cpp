@@ -1,4 +1,4 @@
-#include "loader/forward.h"
+#include "hotlink/forward.h"
 
 #include "loader/code_write.h"
 #include "loader/pairing.h"

@@ -1,4 +1,4 @@
-#include "loader/hot_module.h"
+#include "hotlink/hot_module.h"
 #include "base/fault_signals.h"
 #include "exports/recovery.h"
 

@@ -27,7 +27,7 @@
 //   failed load.
 #pragma once
 
-#include "loader/loader.h"
+#include "hotlink/load.h"
 
 #include <string>
 #include <vector>

@@ -1,7 +1,7 @@
 #include "loader/image_store.h"
 
 #include "base/files.h"
-#include "exports/symbols.h"
+#include "hotlink/symbols.h"
 
 #include <algorithm>
 #include <cerrno>

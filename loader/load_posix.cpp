@@ -3,12 +3,12 @@
 // perf and valgrind open the image by the name the dynamic loader lists.
 // (A memfd, the earlier design, showed them /proc/self/fd/N: gdb opened its
 // own fd N and hung, perf and valgrind named no function.)
-#include "loader/loader.h"
+#include "hotlink/load.h"
 #include "base/files.h"
 #include "loader/image_store.h"
 #include "loader/platform.h"
 
-#include "exports/symbols.h"
+#include "hotlink/symbols.h"
 
 #include <algorithm>
 #include <atomic>

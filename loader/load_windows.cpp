@@ -10,7 +10,7 @@
 //
 // Built only on Windows; a test compiles it here with clang-22
 // --target=x86_64-w64-mingw32 (-fsyntax-only) to keep it honest.
-#include "loader/loader.h"
+#include "hotlink/load.h"
 #include "loader/platform.h"
 
 #define WIN32_LEAN_AND_MEAN

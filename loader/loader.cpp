@@ -1,4 +1,4 @@
-#include "loader/loader.h"
+#include "hotlink/load.h"
 #include "loader/halide_abi.h"
 #include "loader/platform.h"
 

@@ -1,4 +1,4 @@
-#include "loader/state.h"
+#include "hotlink/state_carry.h"
 
 #include "hotlink/state.h"
 #include "loader/pairing.h"

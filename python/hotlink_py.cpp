@@ -3,14 +3,14 @@
 // them verified and hot-reload them. Addresses come back as ints for
 // ctypes. Every failure is a hotlink.Error carrying hotlink's code; links,
 // cache look-ups and loads run without the GIL.
-#include "cache/cache.h"
-#include "linker/linker.h"
-#include "linker/service.h"
+#include "hotlink/cache.h"
+#include "hotlink/link.h"
+#include "hotlink/link_service.h"
 #include "linker/verify.h"
-#include "loader/hot_module.h"
-#include "loader/cache_entry.h"
-#include "loader/loader.h"
-#include "rebuild/rebuilder.h"
+#include "hotlink/hot_module.h"
+#include "hotlink/cache_entry.h"
+#include "hotlink/load.h"
+#include "hotlink/rebuild.h"
 
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>

@@ -2,7 +2,7 @@
 // compilation database, the compiler process, depfiles and inotify.
 #pragma once
 
-#include "base/error.h"
+#include "hotlink/error.h"
 
 #include <cstdint>
 #include <map>

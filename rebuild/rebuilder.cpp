@@ -1,4 +1,4 @@
-#include "rebuild/rebuilder.h"
+#include "hotlink/rebuild.h"
 
 #include "base/files.h"
 #include "rebuild/compile.h"

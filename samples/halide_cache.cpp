@@ -15,10 +15,10 @@
 // their symbols (LLVM_14, LLVM_22), so each finds its own in one process.
 #include "Halide.h"
 
-#include "cache/cache.h"
-#include "linker/service.h"
-#include "loader/cache_entry.h"
-#include "loader/loader.h"
+#include "hotlink/cache.h"
+#include "hotlink/link_service.h"
+#include "hotlink/cache_entry.h"
+#include "hotlink/load.h"
 
 #include <chrono>
 #include <cstdio>

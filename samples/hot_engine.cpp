@@ -9,9 +9,9 @@
 // and the version running. Edit the kernel while it runs: the next frames
 // run the new code. A compile error or a state change that does not fit is
 // printed once, and the old version keeps running until the next good save.
-#include "linker/service.h"
-#include "loader/hot_module.h"
-#include "rebuild/rebuilder.h"
+#include "hotlink/link_service.h"
+#include "hotlink/hot_module.h"
+#include "hotlink/rebuild.h"
 
 #include <chrono>
 #include <cstdio>

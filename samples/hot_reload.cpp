@@ -2,8 +2,8 @@
 // compiled (C, clang-22, at run time), linked in-process by hotlink and
 // swapped in. A deliberately broken version is refused and the loop keeps
 // running on the old one.
-#include "linker/service.h"
-#include "loader/hot_module.h"
+#include "hotlink/link_service.h"
+#include "hotlink/hot_module.h"
 
 #include <atomic>
 #include <chrono>

@@ -2,7 +2,7 @@
 // memory, with LLVM's TargetMachine, for any triple this LLVM can target.
 #pragma once
 
-#include "base/error.h"
+#include "hotlink/error.h"
 
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/IR/LLVMContext.h"

@@ -5,8 +5,8 @@
 // 3. Link the bytes in-process into a shared object with hotlink.
 // 4. dlopen the shared object, call the kernel, print the result.
 // Each step's time is printed.
-#include "linker/linker.h"
-#include "linker/service.h"
+#include "hotlink/link.h"
+#include "hotlink/link_service.h"
 
 #include "llvm/IR/IRBuilder.h"
 #include "llvm/IR/LLVMContext.h"

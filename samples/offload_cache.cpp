@@ -14,10 +14,10 @@
 // compiles nothing. Each run also does the plugin's own way on the same
 // bitcode (write it to a file, spawn ld.lld, read the image back), times
 // it, and checks that both images are the same bytes. No GPU is needed.
-#include "linker/linker.h"
-#include "linker/service.h"
+#include "hotlink/link.h"
+#include "hotlink/link_service.h"
 #include "linker/verify.h"
-#include "cache/cache.h"
+#include "hotlink/cache.h"
 
 #include "llvm/Bitcode/BitcodeWriter.h"
 #include "llvm/IR/LLVMContext.h"

@@ -6,11 +6,11 @@
 //
 // The first run compiles, links and stores; a second run (a new process) is
 // a hit: nothing is compiled or linked, and it says how much time that saved.
-#include "cache/cache.h"
-#include "linker/linker.h"
-#include "linker/service.h"
-#include "loader/cache_entry.h"
-#include "loader/loader.h"
+#include "hotlink/cache.h"
+#include "hotlink/link.h"
+#include "hotlink/link_service.h"
+#include "hotlink/cache_entry.h"
+#include "hotlink/load.h"
 #include "samples/jit.h"
 
 #include "llvm/TargetParser/Host.h"

@@ -9,9 +9,9 @@
 // (/usr/x86_64-w64-mingw32, package mingw-w64-x86-64-dev). hotlink finds
 // the exports (wave, wave_argv), writes the DLL, its .def and its import
 // library, and says which system libraries it used.
-#include "exports/symbols.h"
-#include "linker/linker.h"
-#include "linker/service.h"
+#include "hotlink/symbols.h"
+#include "hotlink/link.h"
+#include "hotlink/link_service.h"
 #include "samples/jit.h"
 
 #include "llvm/Support/FileSystem.h"

@@ -1,7 +1,7 @@
 // AMDGPU code objects (amdgcn-amd-amdhsa): byte-identical to ld.lld's, read
 // by ROCm's comgr, disassembled by llvm-objdump, verified as the HSA loader
 // would, refused by name, and cached. No GPU is needed.
-#include "linker/service.h"
+#include "hotlink/link_service.h"
 #include "linker/verify.h"
 #include "support.h"
 

@@ -4,7 +4,7 @@
 // variable PC-relative still links, with the variable bound inside and a
 // warning saying what a host will see; weak definitions stay
 // interposable. Every test runs the artifact in a real host.
-#include "linker/service.h"
+#include "hotlink/link_service.h"
 #include "support.h"
 
 #include <gtest/gtest.h>

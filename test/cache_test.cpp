@@ -2,13 +2,13 @@
 // the link would, entries that are never returned corrupt, one build per key
 // across processes, crash safety under kill -9, bounded size with LRU, a
 // private directory, and loading through the verifying loader.
-#include "cache/cache.h"
-#include "exports/symbols.h"
-#include "linker/linker.h"
-#include "linker/service.h"
-#include "loader/hot_module.h"
-#include "loader/cache_entry.h"
-#include "loader/loader.h"
+#include "hotlink/cache.h"
+#include "hotlink/symbols.h"
+#include "hotlink/link.h"
+#include "hotlink/link_service.h"
+#include "hotlink/hot_module.h"
+#include "hotlink/cache_entry.h"
+#include "hotlink/load.h"
 #include "test/support.h"
 
 #include "llvm/Support/JSON.h"

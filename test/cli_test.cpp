@@ -1,7 +1,7 @@
 // The hotlink CLI as a script would use it: exit codes 0/1/2, --json, and
 // the artifact on disk.
-#include "exports/symbols.h"
-#include "linker/linker.h"
+#include "hotlink/symbols.h"
+#include "hotlink/link.h"
 #include "test/support.h"
 
 #include "llvm/Support/JSON.h"

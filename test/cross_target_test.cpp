@@ -1,13 +1,13 @@
 // Artifacts for other targets, run by a real loader where this host has one
 // (Windows DLLs under Wine, wasm modules in Node.js) and checked structurally
 // where it has none (Mach-O dylibs).
-#include "cache/cache.h"
-#include "exports/symbols.h"
+#include "hotlink/cache.h"
+#include "hotlink/symbols.h"
 #include "linker/implib.h"
 #include "linker/platforms/msvc/cxx_runtime.h"
 #include "linker/platforms/platform.h"
-#include "linker/linker.h"
-#include "linker/service.h"
+#include "hotlink/link.h"
+#include "hotlink/link_service.h"
 #include "verify/structure.h"
 #include "test/support.h"
 

@@ -11,8 +11,8 @@
 //                                             then wait for STOP ("-" for none)
 //   hotlink-debug-host abort V.so             the kernel calls abort()
 //   hotlink-debug-host bad V.so               the kernel reads past a heap block
-#include "loader/hot_module.h"
-#include "loader/loader.h"
+#include "hotlink/hot_module.h"
+#include "hotlink/load.h"
 
 #include <atomic>
 #include <chrono>

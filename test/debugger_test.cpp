@@ -3,11 +3,11 @@
 // through HotModule or load_private, and must name the kernel's functions
 // with file and line. Each tool runs in a process group of its own with a
 // timeout that kills it and everything it started.
-#include "cache/cache.h"
-#include "exports/symbols.h"
-#include "linker/linker.h"
-#include "linker/service.h"
-#include "loader/loader.h"
+#include "hotlink/cache.h"
+#include "hotlink/symbols.h"
+#include "hotlink/link.h"
+#include "hotlink/link_service.h"
+#include "hotlink/load.h"
 #include "test/support.h"
 
 #include <gtest/gtest.h>

@@ -1,10 +1,10 @@
 // Issue 3's acceptance: what a linked artifact exports, for every format,
 // decided by the export policy, and written safely whatever the names.
-#include "exports/policy.h"
-#include "exports/symbols.h"
+#include "hotlink/export_policy.h"
+#include "hotlink/symbols.h"
 #include "exports/writers.h"
-#include "linker/linker.h"
-#include "linker/service.h"
+#include "hotlink/link.h"
+#include "hotlink/link_service.h"
 #include "test/support.h"
 
 #include "llvm/Object/COFF.h"

@@ -1,6 +1,6 @@
 // The symbol reader and name checks the linker relies on.
 #include "exports/names.h"
-#include "exports/symbols.h"
+#include "hotlink/symbols.h"
 #include "exports/version_script.h"
 #include "test/support.h"
 

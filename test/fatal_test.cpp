@@ -2,8 +2,8 @@
 // its state may be corrupt. The host must survive, the in-process driver
 // must refuse to call lld again, and later links must go to workers.
 // (A separate test binary: this state lasts for the rest of the process.)
-#include "linker/linker.h"
-#include "linker/service.h"
+#include "hotlink/link.h"
+#include "hotlink/link_service.h"
 #include "test/support.h"
 
 #include "llvm/Object/ELFObjectFile.h"

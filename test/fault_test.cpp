@@ -8,9 +8,9 @@
 // and mounts a small tmpfs or a read-only bind mount, so nothing outside
 // the child sees the mounts. That needs root (CI runs as root); elsewhere
 // they skip and say so.
-#include "cache/cache.h"
-#include "linker/linker.h"
-#include "linker/service.h"
+#include "hotlink/cache.h"
+#include "hotlink/link.h"
+#include "hotlink/link_service.h"
 #include "test/support.h"
 
 #include <gtest/gtest.h>

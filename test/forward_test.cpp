@@ -3,7 +3,7 @@
 // out (a static function) and an object the kernel made (its vtable lives in
 // the kernel) all run the newest version's code, from any thread, while no
 // page of the process is ever writable and executable.
-#include "loader/hot_module.h"
+#include "hotlink/hot_module.h"
 #include "test/support.h"
 
 #include <gtest/gtest.h>

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs hotlink from the build tree into a private prefix, builds
-# test/consumer against it with find_package(hotlink), and runs it.
+# test/consumer (C++, find_package(hotlink)) and samples/c_api.c (C,
+# pkg-config and find_package) against it alone, checks what they name
+# and need, and runs them.
 # usage: install_test.sh BUILD_DIR SOURCE_DIR CLANG
 set -euo pipefail
 build=$1 src=$2 clang=$3
@@ -8,16 +10,32 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/hotlink-install-XXXXXX")
 trap 'rm -rf "$work"' EXIT
 cmake --install "$build" --prefix "$work/prefix" > "$work/install.log"
 test -x "$work/prefix/bin/hotlink" && test -x "$work/prefix/bin/hotlink-ld"
-test -f "$(dirname "$(find "$work/prefix" -name 'libhotlink.so' | head -1)")/libhotlink-driver.so"
+libdir=$(dirname "$(find "$work/prefix" -name 'libhotlink.so' | head -1)")
+test -f "$libdir/libhotlink-driver.so" && ls "$libdir"/libhotlink-linker-*.so > /dev/null
+# The package asks for nothing but hotlink's own files.
+cmakedir=$(dirname "$(find "$work/prefix" -name hotlinkConfig.cmake | head -1)")
+if grep -nE '^[^#]*find_(dependency|package)' "$cmakedir"/*.cmake ||
+   grep -nE 'INTERFACE_LINK_LIBRARIES.*(LLVM|LLD|lld|clang|Boost)' "$cmakedir"/hotlinkTargets*.cmake; then
+  echo "install_test: the CMake package asks for another package (above)" >&2; exit 1
+fi
 # No kept driver answers: every first link below loads the driver module.
 export HOTLINK_DRIVER_REPLAYS="$work/replays"
 cmake -S "$src/test/consumer" -B "$work/build" -G Ninja \
   -DCMAKE_PREFIX_PATH="$work/prefix" > "$work/configure.log"
 cmake --build "$work/build" > "$work/build.log"
-printf 'int f(int x) { return x + 1; }\n' | "$clang" -x c -fPIC -c - -o "$work/k.o"
+# Its compile lines name no include directory outside the prefix.
+outside=$(ninja -C "$work/build" -t commands | grep -oE -- '-(I|isystem) ?[^ ]+' | sed -E 's/^-(I|isystem) ?//' \
+          | grep -v "^$work/prefix/" || true)
+[[ -z "$outside" ]] || { echo "install_test: include directories outside the prefix: $outside" >&2; exit 1; }
+printf 'int f(int x) { return 2 * x + 1; }\n' | "$clang" -x c -fPIC -c - -o "$work/k.o"
+# Its NEEDED entries are hotlink's library and the C/C++ runtime.
+needed() { readelf -d "$1" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'; }
+foreign=$(needed "$work/build/consumer" | grep -vE '^(libhotlink\.so\.[0-9.]+|libstdc\+\+\.so\.6|libm\.so\.6|libgcc_s\.so\.1|libc\.so\.6)$' || true)
+[[ -z "$foreign" ]] || { echo "install_test: the consumer needs $foreign" >&2; exit 1; }
 out=$(HOTLINK_WORKER="$work/prefix/bin/hotlink-ld" "$work/build/consumer" "$work/k.o")
 echo "$out"
-[[ "$out" == "linked "*" bytes exporting f" ]]
+[[ "$out" == "linked "*" bytes exporting f; f(20) = 41" ]]
+"$work/build/rebuild_consumer"
 
 # The C API: samples/c_api.c as C99 with -Wall -Werror, once through
 # pkg-config and once through CMake's hotlink::c, each run (its own checks
@@ -25,6 +43,8 @@ echo "$out"
 pc_dir=$(dirname "$(find "$work/prefix" -name hotlink.pc | head -1)")
 cc -std=c99 -Wall -Wextra -Werror "$src/samples/c_api.c" \
    $(PKG_CONFIG_PATH="$pc_dir" pkg-config --cflags --libs hotlink) -o "$work/c_api_pc"
+foreign=$(needed "$work/c_api_pc" | grep -vE '^(libhotlink\.so\.[0-9.]+|libc\.so\.6)$' || true)
+[[ -z "$foreign" ]] || { echo "install_test: the C program needs $foreign" >&2; exit 1; }
 cmake -S "$src/test/consumer_c" -B "$work/build_c" -G Ninja -DCMAKE_PREFIX_PATH="$work/prefix" \
   -DHOTLINK_SAMPLE="$src/samples/c_api.c" > "$work/configure_c.log"
 cmake --build "$work/build_c" > "$work/build_c.log"

@@ -1,10 +1,10 @@
 // Linker behaviour a user notices: each target links, exports exactly what
 // was asked, the artifact is the right kind and arch, and every bad input is
 // refused with an error that names it, leaving nothing behind.
-#include "exports/symbols.h"
+#include "hotlink/symbols.h"
 #include "linker/job.h" // internal: the service <-> worker wire format
-#include "linker/linker.h"
-#include "linker/service.h"
+#include "hotlink/link.h"
+#include "hotlink/link_service.h"
 #include "test/support.h"
 
 #include <gtest/gtest.h>

@@ -1,7 +1,7 @@
 // lld resets every LLVM option of the process on each call; a JIT host that
 // configured LLVM (e.g. -x86-asm-syntax=intel) must keep its settings across
 // in-process links. (Own binary: it changes process-wide LLVM options.)
-#include "linker/service.h"
+#include "hotlink/link_service.h"
 #include "test/support.h"
 
 #include "llvm/Support/CommandLine.h"

@@ -1,8 +1,8 @@
 // The loader as an engine uses it: nothing is mapped before it is verified,
 // every refusal is named, reloads swap atomically while threads call, and a
 // version is unmapped only after its last call returned.
-#include "loader/hot_module.h"
-#include "loader/loader.h"
+#include "hotlink/hot_module.h"
+#include "hotlink/load.h"
 #include "exports/recovery.h"
 #include "test/support.h"
 

@@ -1,7 +1,7 @@
 // Edits reach the running program: a Rebuilder compiles what changed with
 // the database's command, links in-process and reloads, keeping the old
 // version serving through compile errors, and carrying state.
-#include "rebuild/rebuilder.h"
+#include "hotlink/rebuild.h"
 #include "test/support.h"
 
 #include <gtest/gtest.h>

@@ -3,13 +3,13 @@
 // a trusted key did not sign (or that changed after signing) is used; a
 // remote that is down, slow, killed or lying never fails a link; many
 // processes on few keys link each key about once.
-#include "cache/cache.h"
-#include "cache/remote.h"
-#include "linker/linker.h"
-#include "linker/service.h"
-#include "loader/cache_entry.h"
-#include "loader/loader.h"
-#include "trust/signature.h"
+#include "hotlink/cache.h"
+#include "hotlink/remote_cache.h"
+#include "hotlink/link.h"
+#include "hotlink/link_service.h"
+#include "hotlink/cache_entry.h"
+#include "hotlink/load.h"
+#include "hotlink/signature.h"
 #include "test/redis_server.h"
 #include "test/support.h"
 

@@ -2,10 +2,10 @@
 // 16): each test runs what hotlink linked in a real consumer (a C host
 // through glibc's loader, /usr/bin/python3's ctypes and zlib module,
 // qemu-aarch64 for the cross target) and checks results a user would see.
-#include "exports/symbols.h"
-#include "linker/linker.h"
-#include "linker/service.h"
-#include "loader/loader.h"
+#include "hotlink/symbols.h"
+#include "hotlink/link.h"
+#include "hotlink/link_service.h"
+#include "hotlink/load.h"
 #include "test/support.h"
 
 #include "llvm/BinaryFormat/Magic.h"

@@ -4,7 +4,7 @@
 // library of the search path defines. Every artifact is run: by a host
 // that links none of these runtimes, by /usr/bin/python3, or under
 // qemu-aarch64.
-#include "linker/service.h"
+#include "hotlink/link_service.h"
 #include "support.h"
 
 #include <gtest/gtest.h>

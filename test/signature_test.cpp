@@ -1,11 +1,11 @@
 // Ed25519 statements as a consumer relies on them: only a trusted key's
 // valid signature over the artifact's exact bytes and exports is accepted,
 // key files are private, and the CLI's keygen/sign/verify do what they say.
-#include "exports/symbols.h"
-#include "linker/linker.h"
-#include "linker/service.h"
-#include "loader/loader.h"
-#include "trust/signature.h"
+#include "hotlink/symbols.h"
+#include "hotlink/link.h"
+#include "hotlink/link_service.h"
+#include "hotlink/load.h"
+#include "hotlink/signature.h"
 #include "test/support.h"
 
 #include <gtest/gtest.h>

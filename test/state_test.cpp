@@ -1,7 +1,7 @@
 // State that survives a reload: HOTLINK_STATE variables keep their values
 // across versions, a version whose state no longer fits is refused while the
 // old one keeps serving, and no call's update is lost to a reload.
-#include "loader/hot_module.h"
+#include "hotlink/hot_module.h"
 #include "test/support.h"
 
 #include <gtest/gtest.h>

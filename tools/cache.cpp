@@ -1,7 +1,7 @@
 // hotlink cache: inspect, check, prune or clear a cache directory.
 #include "tools/cli.h"
 
-#include "cache/cache.h"
+#include "hotlink/cache.h"
 
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"

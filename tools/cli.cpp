@@ -3,7 +3,7 @@
 
 #include "base/files.h"
 
-#include "linker/service.h"
+#include "hotlink/link_service.h"
 
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"

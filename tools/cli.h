@@ -9,10 +9,10 @@
 // invalid input, unwritable output).
 #pragma once
 
-#include "base/error.h"
-#include "exports/policy.h"
-#include "exports/symbols.h"
-#include "linker/linker.h"
+#include "hotlink/error.h"
+#include "hotlink/export_policy.h"
+#include "hotlink/symbols.h"
+#include "hotlink/link.h"
 
 #include "llvm/Support/JSON.h"
 

@@ -2,8 +2,8 @@
 // artifacts that `verify --trusted-key` and the loader check.
 #include "tools/cli.h"
 
-#include "loader/loader.h"
-#include "trust/signature.h"
+#include "hotlink/load.h"
+#include "hotlink/signature.h"
 
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"

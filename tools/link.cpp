@@ -1,9 +1,9 @@
 // hotlink link: objects in, a shared object (or a COFF executable) out.
 #include "tools/cli.h"
 
-#include "cache/cache.h"
-#include "linker/service.h"
-#include "trust/signature.h"
+#include "hotlink/cache.h"
+#include "hotlink/link_service.h"
+#include "hotlink/signature.h"
 
 #include <algorithm>
 #include <cstdio>

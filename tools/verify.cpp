@@ -4,8 +4,8 @@
 
 #include "loader/halide_abi.h"
 #include "linker/verify.h"
-#include "loader/loader.h"
-#include "trust/signature.h"
+#include "hotlink/load.h"
+#include "hotlink/signature.h"
 
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"

@@ -1,4 +1,4 @@
-#include "trust/blake3.h"
+#include "hotlink/blake3.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/BLAKE3.h"

@@ -1,7 +1,7 @@
-#include "trust/signature.h"
+#include "hotlink/signature.h"
 
 #include "base/files.h"
-#include "trust/blake3.h"
+#include "hotlink/blake3.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/JSON.h"

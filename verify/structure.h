@@ -16,7 +16,7 @@
 // code runs, or any signature beyond the ad-hoc code directory.
 #pragma once
 
-#include "base/error.h"
+#include "hotlink/error.h"
 
 #include <cstdint>
 #include <string>

@@ -1,7 +1,7 @@
 // Verifying an artifact before anything maps it (verify.h).
-#include "verify/verify.h"
+#include "hotlink/verify.h"
 #include "verify/imports.h"
-#include "trust/blake3.h"
+#include "hotlink/blake3.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/MemoryBuffer.h"

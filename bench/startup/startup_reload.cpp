@@ -2,7 +2,7 @@
 // shared object from bytes read from the file, and a call through its
 // entry; exits 0 when the kernel returned 41.
 //   startup_reload ARTIFACT
-#include "loader/hot_module.h"
+#include "hotlink/hot_module.h"
 
 #include <cstdio>
 #include <fstream>

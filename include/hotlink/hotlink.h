@@ -24,7 +24,7 @@
  * hotlink_error is used by one thread at a time; the const accessors of a
  * handle nobody modifies may be called from several. Process-wide:
  * in-process links are serialized (lld has one context); see the C++
- * header linker/service.h for what an in-process link does to LLVM's
+ * header hotlink/link_service.h for what an in-process link does to LLVM's
  * options and signal handlers.
  *
  * Weight: libhotlink.so is the runtime (cache, verify, load, hot reload);
@@ -112,7 +112,7 @@ const char *hotlink_host_target(void);
 /* --- The cache ------------------------------------------------------------ */
 
 /* A cache directory: content-addressed, shared safely by any number of
- * processes, bounded, verified on every read (C++: cache/cache.h). */
+ * processes, bounded, verified on every read (C++: hotlink/cache.h). */
 typedef struct hotlink_cache hotlink_cache;
 
 typedef struct hotlink_cache_options {
@@ -148,7 +148,7 @@ typedef struct hotlink_service_options {
   unsigned workers;            /* worker processes; 0 = the number of cores less one, at least 1 */
   const hotlink_cache *cache;  /* answers links it holds; NULL = no cache (the service keeps its own reference) */
   int warm_up;                 /* 1: do a link's one-time work (~10 ms) now, not in the first link */
-  int lld_on_own_thread;       /* 1: in-process links run lld on hotlink's thread, never the caller's (linker/service.h) */
+  int lld_on_own_thread;       /* 1: in-process links run lld on hotlink's thread, never the caller's (hotlink/link_service.h) */
 } hotlink_service_options;
 
 /* `options` may be NULL (no cache, default workers). Never fails but for
@@ -307,7 +307,7 @@ hotlink_status hotlink_verify(const void *data, size_t size, const char *name, c
                               const char *processor, const char *const *expected, size_t expected_count,
                               hotlink_error **error);
 
-/* A verified, mapped private copy of an artifact (C++: loader/loader.h). */
+/* A verified, mapped private copy of an artifact (C++: hotlink/load.h). */
 typedef struct hotlink_library hotlink_library;
 
 /* Verifies `data` (a shared object of this host's format and architecture,
@@ -332,7 +332,7 @@ void hotlink_library_close(hotlink_library *library);
 /* --- Hot reload ------------------------------------------------------------------ */
 
 /* A module that keeps serving calls while new versions replace it
- * (C++: loader/hot_module.h). Safe from any thread at once. */
+ * (C++: hotlink/hot_module.h). Safe from any thread at once. */
 typedef struct hotlink_module hotlink_module;
 
 /* Holds one version for a batch of calls; lock-free. Lives on the caller's

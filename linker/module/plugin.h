@@ -15,10 +15,10 @@
 // returned as an Error.
 #pragma once
 
-#include "cache/cache.h"
-#include "linker/linker.h"
-#include "linker/service.h"
-#include "verify/verify.h"
+#include "hotlink/cache.h"
+#include "hotlink/link.h"
+#include "hotlink/link_service.h"
+#include "hotlink/verify.h"
 
 #include <cstddef>
 #include <future>

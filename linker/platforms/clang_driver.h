@@ -14,7 +14,7 @@
 //   only with replayed answers never maps libclang-cpp.
 #pragma once
 
-#include "base/error.h"
+#include "hotlink/error.h"
 
 #include <string>
 #include <vector>

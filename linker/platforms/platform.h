@@ -18,13 +18,13 @@
 //   fingerprints of outside files that reach lld.
 #pragma once
 
-#include "base/error.h"
-#include "exports/policy.h"
-#include "exports/symbols.h"
+#include "hotlink/error.h"
+#include "hotlink/export_policy.h"
+#include "hotlink/symbols.h"
 #include "linker/job.h"
-#include "linker/linker.h"
+#include "hotlink/link.h"
 #include "linker/verify.h"
-#include "verify/verify.h"
+#include "hotlink/verify.h"
 
 #include "llvm/Support/MemoryBuffer.h"
 

@@ -1,10 +1,9 @@
-// Links the object named on the command line with an installed hotlink and
-// prints the number of bytes of the shared object; then makes a Rebuilder
-// (hotlink::rebuild) that reports a missing compilation database.
-#include <linker/linker.h>
-#include <linker/service.h>
-#include <rebuild/rebuilder.h>
-#include <hotlink/state.h>
+// The README's C++ example, built against an installed hotlink alone
+// (find_package(hotlink), hotlink::hotlink): links the object named on the
+// command line for this host, reloads a HotModule with the bytes and calls
+// f(20). Built and run by the install test (test/install_test.sh).
+#include <hotlink/hot_module.h>
+#include <hotlink/link_service.h>
 
 #include <cstdio>
 
@@ -16,18 +15,12 @@ int main(int argc, char **argv) {
   req.inputs.push_back(hotlink::Input::file(argv[1]));
   req.exports = hotlink::ExportPolicy::list({"f"});
   hotlink::LinkResult r = service.link(req);
-  if (!r.ok()) {
-    std::fprintf(stderr, "%s\n", r.error->to_string().c_str());
-    return 1;
-  }
-  std::printf("linked %zu bytes exporting %s\n", r.artifact.size(), r.exports[0].c_str());
-  // hotlink::rebuild links too: a database that does not exist is its error.
+  if (!r.ok())
+    return std::fprintf(stderr, "%s\n", r.error->to_string().c_str()), 1;
   hotlink::loader::HotModule module;
-  hotlink::rebuild::Options o;
-  o.compile_commands = "/nonexistent/compile_commands.json";
-  o.sources = {"k.c"};
-  hotlink::rebuild::Rebuilder rb(module, service, o);
-  if (!rb.last_error() || rb.last_error()->code != hotlink::ErrorCode::InputNotFound)
-    return 1;
+  auto f = module.entry<int(int)>("f").value();
+  if (auto err = module.reload(r.artifact, "k.so"))
+    return std::fprintf(stderr, "%s\n", err->to_string().c_str()), 1;
+  std::printf("linked %zu bytes exporting %s; f(20) = %d\n", r.artifact.size(), r.exports[0].c_str(), f(20));
   return 0;
 }

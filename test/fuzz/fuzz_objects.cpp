@@ -1,8 +1,8 @@
 // The symbol reader over arbitrary bytes: objects of every format, archives,
 // and (through read_artifact) linked images. Contract under test
-// (exports/symbols.h): never crash or abort; return an Error that names
+// (hotlink/symbols.h): never crash or abort; return an Error that names
 // the input instead.
-#include "exports/symbols.h"
+#include "hotlink/symbols.h"
 
 #include <cstdio>
 #include <cstdlib>

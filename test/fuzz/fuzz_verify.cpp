@@ -2,8 +2,8 @@
 // exports, hash, imports; it never maps what it reads), the Mach-O
 // structural checks, and the signed-statement parser that reads what a
 // remote cache serves. None may crash; every refusal names the artifact.
-#include "loader/loader.h"
-#include "trust/signature.h"
+#include "hotlink/load.h"
+#include "hotlink/signature.h"
 #include "verify/structure.h"
 
 #include <cstdio>

@@ -8,7 +8,7 @@
 // msgpack map the HSA loader expects).
 #pragma once
 
-#include "base/error.h"
+#include "hotlink/error.h"
 
 #include <cstdint>
 #include <string>

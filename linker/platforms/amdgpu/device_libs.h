@@ -6,7 +6,7 @@
 // process; a failure names --mcpu or --device-libs and says what to do.
 #pragma once
 
-#include "base/error.h"
+#include "hotlink/error.h"
 
 #include "linker/platforms/clang_driver.h"
 

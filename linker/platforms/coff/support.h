@@ -4,7 +4,7 @@
 // input references is added.
 #pragma once
 
-#include "base/error.h"
+#include "hotlink/error.h"
 #include "linker/platforms/platform.h"
 
 #include <cstdint>

@@ -8,9 +8,9 @@
 // declares e.g. cosf that way) and need a jump thunk.
 #pragma once
 
-#include "base/error.h"
-#include "exports/symbols.h"
-#include "linker/linker.h"
+#include "hotlink/error.h"
+#include "hotlink/symbols.h"
+#include "hotlink/link.h"
 #include "linker/platforms/platform.h"
 
 #include <string>

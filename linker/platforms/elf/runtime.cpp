@@ -5,7 +5,7 @@
 #include "linker/platforms/clang_driver.h"
 #include "base/clock.h"
 
-#include "exports/symbols.h"
+#include "hotlink/symbols.h"
 
 #include "llvm/BinaryFormat/ELF.h"
 #include "llvm/BinaryFormat/Magic.h"

@@ -24,8 +24,8 @@
 //   check the artifacts are byte-identical); `exact` passes the real line.
 #pragma once
 
-#include "base/error.h"
-#include "exports/symbols.h"
+#include "hotlink/error.h"
+#include "hotlink/symbols.h"
 #include "linker/job.h"
 #include "linker/platforms/platform.h"
 

@@ -21,7 +21,7 @@
 //   same names the same way.
 #pragma once
 
-#include "base/error.h"
+#include "hotlink/error.h"
 #include "linker/platforms/elf/runtime.h"
 #include "linker/platforms/platform.h"
 

@@ -26,7 +26,7 @@
 //   exit, as with MSVC's DLL CRT).
 #pragma once
 
-#include "base/error.h"
+#include "hotlink/error.h"
 #include "linker/platforms/platform.h"
 
 #include <cstdint>

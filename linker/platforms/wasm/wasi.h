@@ -11,7 +11,7 @@
 // names what is missing, where it was looked for, and the Debian package.
 #pragma once
 
-#include "base/error.h"
+#include "hotlink/error.h"
 #include "linker/platforms/platform.h"
 
 #include <memory>

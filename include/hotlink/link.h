@@ -14,9 +14,9 @@
 // Links are run by a LinkService (service.h).
 #pragma once
 
-#include "base/error.h"
-#include "exports/policy.h"
-#include "exports/symbols.h"
+#include "hotlink/error.h"
+#include "hotlink/export_policy.h"
+#include "hotlink/symbols.h"
 
 #include <chrono>
 #include <cstdint>
@@ -205,7 +205,7 @@ enum class Severity { Note, Warning, Error };
 // Hit (the artifact came from the cache; lld did not run), Miss (linked,
 // then stored).
 // RemoteHit: the local cache missed and its remote tier had the entry,
-// signed by a trusted key (cache/remote.h); lld did not run.
+// signed by a trusted key (hotlink/remote_cache.h); lld did not run.
 enum class CacheUse { Off, Hit, Miss, RemoteHit };
 HOTLINK_API const char *to_string(CacheUse use); // "off", "hit", "miss", "remote-hit"
 

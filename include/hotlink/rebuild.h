@@ -27,10 +27,10 @@
 //   source; its time is the user's. Linux (inotify).
 #pragma once
 
-#include "base/error.h"
-#include "linker/linker.h"
-#include "linker/service.h"
-#include "loader/hot_module.h"
+#include "hotlink/error.h"
+#include "hotlink/link.h"
+#include "hotlink/link_service.h"
+#include "hotlink/hot_module.h"
 
 #include <atomic>
 #include <chrono>

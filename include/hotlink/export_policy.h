@@ -7,8 +7,8 @@
 // entry-point policy that finds no entry point.
 #pragma once
 
-#include "base/error.h"
-#include "exports/symbols.h"
+#include "hotlink/error.h"
+#include "hotlink/symbols.h"
 
 #include <string>
 #include <vector>

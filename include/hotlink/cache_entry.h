@@ -7,9 +7,9 @@
 // against it.
 #pragma once
 
-#include "cache/cache.h"
-#include "loader/hot_module.h"
-#include "loader/loader.h"
+#include "hotlink/cache.h"
+#include "hotlink/hot_module.h"
+#include "hotlink/load.h"
 
 #include <memory>
 #include <optional>

@@ -6,7 +6,7 @@
 // Symbol names are returned exactly as stored (C++ names stay mangled).
 #pragma once
 
-#include "base/error.h"
+#include "hotlink/error.h"
 
 #include <cstdint>
 #include <string>

@@ -17,8 +17,8 @@
 // ELF only; on other formats there are no state variables.
 #pragma once
 
-#include "base/error.h"
-#include "loader/loader.h"
+#include "hotlink/error.h"
+#include "hotlink/load.h"
 
 #include <cstddef>
 #include <cstdint>

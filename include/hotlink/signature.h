@@ -23,7 +23,7 @@
 //   that every consumer trusting it will map.
 #pragma once
 
-#include "base/error.h"
+#include "hotlink/error.h"
 
 #include <array>
 #include <cstdint>

@@ -1,7 +1,7 @@
 // Verifying and loading artifacts.
 //
 // Contract:
-// - Every artifact is verified first (verify/verify.h, beneath the loader
+// - Every artifact is verified first (hotlink/verify.h, beneath the loader
 //   and the linker alike); nothing here maps bytes that were not.
 // - load_private() maps a private copy: a uniquely named real file (on
 //   Linux in a per-process directory, mode 0700: in the post-mortem store
@@ -19,9 +19,9 @@
 //   what the host was built against.
 #pragma once
 
-#include "base/error.h"
-#include "trust/blake3.h"
-#include "verify/verify.h"
+#include "hotlink/error.h"
+#include "hotlink/blake3.h"
+#include "hotlink/verify.h"
 
 #include <chrono>
 #include <cstdint>
@@ -32,7 +32,7 @@
 
 namespace hotlink::loader {
 
-using trust::blake3_hex; // trust/blake3.h: the one BLAKE3 helper
+using trust::blake3_hex; // hotlink/blake3.h: the one BLAKE3 helper
 
 struct HOTLINK_API LoadOptions {
   // The private copy's file name. Empty: NAME.N.<hash>.EXT from the

@@ -12,9 +12,9 @@
 // BadSignature, UnresolvedSymbol) naming the artifact and the symbol.
 #pragma once
 
-#include "base/error.h"
-#include "exports/symbols.h"
-#include "trust/signature.h"
+#include "hotlink/error.h"
+#include "hotlink/symbols.h"
+#include "hotlink/signature.h"
 
 #include <cstdint>
 #include <string>
@@ -31,7 +31,7 @@ struct HOTLINK_API VerifyOptions {
   // as its load would open them), and needed libraries that cannot be
   // loaded.
   bool check_imports = true;
-  // Non-empty: the artifact must come with a statement (trust/signature.h)
+  // Non-empty: the artifact must come with a statement (hotlink/signature.h)
   // signed by one of these keys, whose BLAKE3, size and export list it
   // matches; otherwise it is refused (Unsigned, UntrustedSigner,
   // BadSignature, HashMismatch, MissingExport) before anything parses it.

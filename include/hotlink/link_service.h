@@ -16,8 +16,8 @@
 //   same thread.
 #pragma once
 
-#include "cache/cache.h"
-#include "linker/linker.h"
+#include "hotlink/cache.h"
+#include "hotlink/link.h"
 
 #include <future>
 #include <memory>
@@ -31,7 +31,7 @@ struct HOTLINK_API ServiceConfig {
   unsigned workers = 0;     // worker pool size; 0 = the number of cores less one
                             // (the in-process slot is a lane too), at least 1
   std::string worker_path;  // hotlink-ld; empty = found automatically
-  // A cache (cache/cache.h) shared with any number of services and
+  // A cache (hotlink/cache.h) shared with any number of services and
   // processes: a request whose key it holds is answered without lld; a miss
   // is linked once across processes and stored. Null = no cache.
   std::shared_ptr<cache::Cache> cache;

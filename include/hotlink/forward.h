@@ -38,8 +38,8 @@
 //   inside those bytes is not seen either.
 #pragma once
 
-#include "base/error.h"
-#include "loader/loader.h"
+#include "hotlink/error.h"
+#include "hotlink/load.h"
 
 #include <cstddef>
 #include <cstdint>

@@ -2,7 +2,7 @@
 //
 // Contract:
 // - A remote entry is four Redis strings, PREFIX<key>:m (the manifest, a
-//   signed statement: trust/signature.h), :a (the artifact), :d and :l
+//   signed statement: hotlink/signature.h), :a (the artifact), :d and :l
 //   (COFF .def and import library, when present). A publish writes them in
 //   one MULTI/EXEC, so a reader never sees a new manifest with old files;
 //   each has the configured TTL.
@@ -24,7 +24,7 @@
 //   drain_timeout.
 #pragma once
 
-#include "base/error.h"
+#include "hotlink/error.h"
 
 #include <chrono>
 #include <cstdint>

@@ -11,7 +11,7 @@
 //   carries the state variables (below), runs on_load, and only then
 //   publishes the version with one atomic store. If any step fails, the old
 //   version keeps serving and the error says which step and why.
-// - State (hotlink/state.h, loader/state.h): when the old or the new
+// - State (hotlink/state.h, hotlink/state_carry.h): when the old or the new
 //   version has HOTLINK_STATE variables, reload() first checks that each
 //   pair fits (same layout, else StateMismatch before anything waits), then
 //   closes the module to new calls (they wait in pin()), waits until no call
@@ -39,10 +39,10 @@
 //   ones.
 #pragma once
 
-#include "base/error.h"
-#include "loader/forward.h"
-#include "loader/loader.h"
-#include "loader/state.h"
+#include "hotlink/error.h"
+#include "hotlink/forward.h"
+#include "hotlink/load.h"
+#include "hotlink/state_carry.h"
 
 #include <atomic>
 #include <chrono>
@@ -77,7 +77,7 @@ struct HOTLINK_API ModuleOptions {
   // How long reload() waits for calls inside the old version to return
   // before it copies the state (new calls wait meanwhile).
   std::chrono::milliseconds state_drain_timeout{1000};
-  // Forwarding (loader/forward.h). When a version is made current (reload
+  // Forwarding (hotlink/forward.h). When a version is made current (reload
   // or rollback), every function of the versions before it that has a
   // counterpart in it starts with a jump there, so a function pointer, a
   // callback or a C++ object's vtable the host kept from an older version

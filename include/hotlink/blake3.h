@@ -2,7 +2,7 @@
 // manifests, the loader's expected hashes and signed statements.
 #pragma once
 
-#include "base/error.h"
+#include "hotlink/error.h"
 
 #include <cstddef>
 #include <cstdint>

@@ -3,7 +3,7 @@
 //
 // Contract:
 // - Keys are 64 lowercase hex digits (BLAKE3-256). LinkService derives them
-//   from everything that reaches lld (linker/service.h); Key::of_caller()
+//   from everything that reaches lld (hotlink/link_service.h); Key::of_caller()
 //   turns a caller's own key (e.g. a hash of pipeline + target, before any
 //   compilation) into one. No other string ever becomes a path.
 // - An entry is its artifact, its companions (COFF .def, import library, PDB)
@@ -33,7 +33,7 @@
 //   clear never touch files that are not the cache's.
 // - Not fsync'd: after a power loss an entry may be truncated, which reads
 //   then see as corrupt (a miss), never as a wrong hit.
-// - Remote tier (Config::remote, cache/remote.h): a local miss asks a Redis
+// - Remote tier (Config::remote, hotlink/remote_cache.h): a local miss asks a Redis
 //   server shared with other hosts before building. A remote entry is used
 //   only when a trusted key signed its manifest and the artifact matches
 //   the signed BLAKE3, size and exports; that is checked before anything
@@ -43,9 +43,9 @@
 //   a sign_key publishes what it builds.
 #pragma once
 
-#include "cache/remote.h"
-#include "base/error.h"
-#include "trust/signature.h"
+#include "hotlink/remote_cache.h"
+#include "hotlink/error.h"
+#include "hotlink/signature.h"
 
 #include <chrono>
 #include <cstdint>
@@ -129,7 +129,7 @@ struct HOTLINK_API Entry {
   std::string artifact_path; // in the cache; may be evicted later: use
                              // artifact.bytes, or copy it out
   std::string statement;     // the manifest as stored: a statement
-                             // (trust/signature.h), with its signatures
+                             // (hotlink/signature.h), with its signatures
 };
 
 struct HOTLINK_API Limits {
@@ -145,7 +145,7 @@ struct HOTLINK_API Config {
   // key before building it too (the result is the same; only work is lost).
   std::chrono::milliseconds lock_timeout{120000};
 
-  // A Redis server shared with other hosts (cache/remote.h): a local miss
+  // A Redis server shared with other hosts (hotlink/remote_cache.h): a local miss
   // asks it before building, and what this process builds is published to
   // it when it has a sign_key. Needs trusted keys (or a sign_key, whose
   // public half is trusted): an entry from the remote is used only when a
@@ -260,6 +260,6 @@ private:
   std::unique_ptr<Impl> impl_;
 };
 
-// Loading an entry is the loader's: loader/cache_entry.h.
+// Loading an entry is the loader's: hotlink/cache_entry.h.
 
 } // namespace hotlink::cache
