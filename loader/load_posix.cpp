@@ -98,7 +98,9 @@ Expected<std::unique_ptr<Library>> load_private(const std::vector<std::uint8_t> 
   for (int attempt = 1; attempt <= 1000 && fd < 0; ++attempt) {
     std::string f = attempt == 1 ? file : stem + "." + std::to_string(attempt) + ext;
     lib->copy_path_ = dir.path + "/" + f;
-    fd = ::open(lib->copy_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0700);
+    // Read-only from its creation: nobody changes it after it was verified
+    // (the descriptor opened here still writes it).
+    fd = ::open(lib->copy_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0500);
     if (fd < 0 && errno != EEXIST)
       break;
     if (fd >= 0)
@@ -116,7 +118,6 @@ Expected<std::unique_ptr<Library>> load_private(const std::vector<std::uint8_t> 
   if (!ok)
     return make_error(ErrorCode::LoadFailed, std::string("cannot write the private copy: ") + std::strerror(e),
                       name); // ~Library removes it
-  ::chmod(lib->copy_path_.c_str(), 0500); // nobody changes it after it was verified
   lib->handle_ = dlopen(lib->copy_path_.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!lib->handle_) {
     const char *why = dlerror();
