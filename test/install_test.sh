@@ -48,8 +48,8 @@ foreign=$(needed "$work/c_api_pc" | grep -vE '^(libhotlink\.so\.[0-9.]+|libc\.so
 cmake -S "$src/test/consumer_c" -B "$work/build_c" -G Ninja -DCMAKE_PREFIX_PATH="$work/prefix" \
   -DHOTLINK_SAMPLE="$src/samples/c_api.c" > "$work/configure_c.log"
 cmake --build "$work/build_c" > "$work/build_c.log"
-"$src/test/c_api_sample.sh" "$work/c_api_pc" "$clang" > "$work/c_api_pc.log"
-"$src/test/c_api_sample.sh" "$work/build_c/c_api" "$clang" > "$work/c_api_cmake.log"
+"$src/test/capi/c_api_sample.sh" "$work/c_api_pc" "$clang" > "$work/c_api_pc.log"
+"$src/test/capi/c_api_sample.sh" "$work/build_c/c_api" "$clang" > "$work/c_api_cmake.log"
 echo "C API: pkg-config and CMake builds of samples/c_api.c passed"
 
 # The Python package from the prefix, as the README tells a user to run it.

@@ -29,6 +29,12 @@ public:
 
 using Bytes = std::vector<std::uint8_t>;
 
+// The fixtures' kernel convention, as C source to follow a kernel's
+// `int f(int x)`: its companion f_argv(a) stores f(*a[0]) in *a[1] and
+// returns 0, which makes f an entry point for hotlink's default export
+// policy. A string literal, so that it joins the literal before it.
+#define HOTLINK_TEST_F_ARGV "int f_argv(void **a) { *(int *)a[1] = f(*(int *)a[0]); return 0; }\n"
+
 // Compiles C `source` for `triple` (clang-22 -O1 -c) and returns the object.
 // Aborts the test (ADD_FAILURE + empty result) if clang fails.
 Bytes compile_c(const std::string &triple, const std::string &source,

@@ -3,7 +3,7 @@
 // each with + or -. What clang's TargetID functions answer, written on
 // LLVM's AMDGPU TargetParser so that hotlink does not load libclang-cpp
 // (18 ms at every process start) to read a code object's processor.
-// test/amdgpu_test.cpp checks every answer against clang's own.
+// test/platforms/amdgpu_target_id_test.cpp checks every answer against clang's own.
 #pragma once
 
 #include <map>

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs test/runtime_weight.c's program on a fresh cache: a hit, a load and
+# Runs test/capi/runtime_weight.c's program on a fresh cache: a hit, a load and
 # a hot reload map no libLLVM, lld or libclang-cpp; a link loads the
 # linker module.
 # usage: runtime_weight.sh PROGRAM CLANG

@@ -40,7 +40,7 @@ using test::Bytes;
 
 std::string kernel_source(int k) {
   return "int f(int x) { return x * " + std::to_string(k) +
-         "; }\nint f_argv(void **a) { return f(*(int *)a[0]); }\n";
+         "; }\n" HOTLINK_TEST_F_ARGV;
 }
 
 Bytes kernel(int k = 3) { return test::compile_c(host_target(), kernel_source(k)); }
@@ -166,7 +166,7 @@ TEST(CacheKey, CoffSupportObjectsAndImportLibraryChangeTheKey) {
   // A large local array makes clang call __chkstk: a support object.
   Bytes obj = test::compile_c("x86_64-pc-windows-msvc",
                               "int f(int x) { volatile char b[8192]; b[x] = 1; return b[0]; }\n"
-                              "int f_argv(void **a) { return f(*(int *)a[0]); }\n");
+                              HOTLINK_TEST_F_ARGV);
   LinkRequest r = request(obj);
   r.target = "x86_64-pc-windows-msvc";
   auto k0 = svc.cache_key(r);

@@ -1,7 +1,7 @@
 // Fault injection: the environment fails under a link or a store. Each
 // case asserts what a user sees: a clear error (or a warning when the link
 // itself still succeeded), nothing partial left anywhere, and the next good
-// operation succeeds. (lld's own fatal errors are fatal_test.cpp.)
+// operation succeeds. (lld's own fatal errors are lld_fatal_test.cpp.)
 //
 // Disk-full and read-only cases need real ENOSPC and EROFS: they run in a
 // child process (this binary again) that enters a private mount namespace
@@ -39,7 +39,7 @@ std::string host_target() { return "x86_64-linux-gnu"; }
 
 Bytes kernel(int k) {
   return test::compile_c(host_target(), "int f(int x) { return x * " + std::to_string(k) +
-                                             "; }\nint f_argv(void **a) { *(int *)a[1] = f(*(int *)a[0]); return 0; }\n");
+                                             "; }\n" HOTLINK_TEST_F_ARGV);
 }
 
 // ~7 MB of code, 60,000 functions that call each other: about 130 ms to

@@ -196,7 +196,7 @@ TEST(AllPolicy, ElfWithoutAVersionScriptIsTheImageTheScriptGave) {
     req.elf.symbolic = symbolic;
     if (symbolic) { // functions only: exported variables would add a --dynamic-list file
       test::write_file(dir + "/fn.o", test::compile_c("x86_64-linux-gnu", "int f(int x) { return x; }\n"
-                                                                          "int f_argv(void **a) { return f(*(int *)a[0]); }\n"));
+                                                                          HOTLINK_TEST_F_ARGV));
       req.inputs = {Input::file(dir + "/fn.o")};
     }
     LinkResult r = service.link(req);
@@ -227,7 +227,7 @@ TEST(AllPolicy, ElfWithoutAVersionScriptIsTheImageTheScriptGave) {
 TEST(AllPolicy, ElfArchiveMembersAreLinkedForTheirExportsWithoutTheScript) {
   std::string archive = test::make_archive(
       {{"k.o", test::compile_c("x86_64-linux-gnu", "int f(int x) { return x + 1; }\n"
-                                                   "int f_argv(void **a) { return f(*(int *)a[0]); }\n")}});
+                                                   HOTLINK_TEST_F_ARGV)}});
   LinkService service;
   LinkResult r = link(service, "x86_64-linux-gnu", {Input::file(archive)});
   ASSERT_TRUE(r.ok()) << r.error->to_string();

@@ -35,7 +35,7 @@ using test::Bytes;
 
 Bytes kernel(int k = 3) {
   return test::compile_c(host_target(), "int f(int x) { return x * " + std::to_string(k) +
-                                            "; }\nint f_argv(void **a) { return f(*(int *)a[0]); }\n");
+                                            "; }\n" HOTLINK_TEST_F_ARGV);
 }
 
 LinkRequest request(const Bytes &obj, const std::string &out = {}) {
@@ -551,7 +551,7 @@ TEST(RemoteLoad, EightProcessesTwoHundredRequestsTwentyKeys) {
   std::vector<std::future<test::Run>> runs;
   for (int p = 0; p < kProcs; ++p)
     runs.push_back(std::async(std::launch::async, [&, p] {
-      std::string self = test::bin_dir() + "/remote_test";
+      std::string self = test::bin_dir() + "/remote_cache_test";
       return test::run({self, "--gtest_filter=RemoteLoadChild.Run", "--", dir, std::to_string(p),
                         redis().url()});
     }));

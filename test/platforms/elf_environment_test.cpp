@@ -607,7 +607,7 @@ TEST(Runtime, Aarch64KernelsRunUnderQemuWithASysroot) {
 
 const char *kEntryKernel = "#include <stdlib.h>\n"
                            "int f(int x) { return abs(x) * 3 + 1; }\n"
-                           "int f_argv(void **a) { *(int *)a[1] = f(*(int *)a[0]); return 0; }\n";
+                           HOTLINK_TEST_F_ARGV;
 
 const char *kEntryHost = R"C(
 #include <dlfcn.h>

@@ -52,7 +52,7 @@ TEST(WasmInNode, LinkedKernelIsInstantiatedAndCalled) {
   Bytes obj = test::compile_c("wasm32-unknown-unknown",
                               "extern int host_offset(void);\n"
                               "int f(int x) { return x * 7 + host_offset(); }\n"
-                              "int f_argv(void **a) { *(int *)a[1] = f(*(int *)a[0]); return 0; }\n"
+                              HOTLINK_TEST_F_ARGV
                               "int internal_helper(int x) { return x; }\n");
   LinkService svc;
   LinkRequest req;
@@ -182,7 +182,7 @@ const char *kMachOKernel =
     "void *memcpy(void *, const void *, unsigned long);\n"
     "extern int host_offset(void);\n"
     "int f(int x) { char b[64]; memcpy(b, &x, (unsigned long)(x & 3) + 1); return b[0] * 7 + host_offset(); }\n"
-    "int f_argv(void **a) { *(int *)a[1] = f(*(int *)a[0]); return 0; }\n"
+    HOTLINK_TEST_F_ARGV
     "int internal_helper(int x) { return x; }\n";
 
 class MachOStructure : public ::testing::TestWithParam<const char *> {};
@@ -269,7 +269,7 @@ TEST(ImportLibrary, FromADefLetsADllLinkAgainstAnotherDll) {
                               "__declspec(dllimport) extern int foo_table[];\n"
                               "int foo_sub(int, int);\n"
                               "int f(int x) { return foo_sub(foo_add(x, foo_table[0]), 1); }\n"
-                              "int f_argv(void **a) { return f(*(int *)a[0]); }\n");
+                              HOTLINK_TEST_F_ARGV);
   LinkService svc;
   LinkRequest req;
   req.target = "x86_64-pc-windows-msvc";
@@ -350,11 +350,11 @@ TEST(ImportLibrary, BadDefsAndMachinesAreNamed) {
 // ---------------------------------------------------------------------------
 // Windows DLLs from JIT objects, on this Linux host, run by Wine.
 
-// A file of test/windows/, with its #include "console.h" inlined (compile_c
+// A file of test/platforms/windows/, with its #include "console.h" inlined (compile_c
 // caches by the source's text).
 std::string source_file(const std::string &rel) {
   auto read = [](const std::string &name) {
-    Bytes b = test::read_file(std::string(HOTLINK_TEST_SOURCE_DIR) + "/test/windows/" + name);
+    Bytes b = test::read_file(std::string(HOTLINK_TEST_SOURCE_DIR) + "/test/platforms/windows/" + name);
     return std::string(b.begin(), b.end());
   };
   std::string text = read(rel);
@@ -866,7 +866,7 @@ TEST(WindowsDll, PdbIsPublishedBesideTheDllAndNamedByIt) {
   ::setenv("HOTLINK_TMPDIR", scratch.c_str(), 1);
   auto kernel = [](int k) {
     return test::compile_c(kWin64, "int f(int x) { return x * " + std::to_string(k) + "; }\n"
-                                   "int f_argv(void **a) { *(int *)a[1] = f(*(int *)a[0]); return 0; }\n",
+                                   HOTLINK_TEST_F_ARGV,
                            {"-g", "-gcodeview"});
   };
   LinkService svc;
@@ -1030,7 +1030,7 @@ TEST(WindowsDll, DataOfferedOnlyThroughImpGetsNoThunk) {
   req.inputs.push_back(Input::memory(
       "k.obj", test::compile_c(kWin64, "extern int some_data; int some_fn(void); int called(int);\n"
                                        "int f(int x) { return some_data + some_fn() + called(x); }\n"
-                                       "int f_argv(void **a) { return f(*(int *)a[0]); }\n")));
+                                       HOTLINK_TEST_F_ARGV)));
   req.sysroot = root;
   req.libraries = {root + "/extra.lib"};
   LinkResult r = svc.link(req);
