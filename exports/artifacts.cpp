@@ -151,7 +151,33 @@ std::optional<Error> coff_exports(const COFFObjectFile &c, std::size_t size, con
   return std::nullopt;
 }
 
+// A cubin (ELF for EM_CUDA, loaded by the CUDA driver as a module): no
+// dynamic symbols; its kernels and device functions are the global
+// functions of its symbol table, and an undefined global is what the link
+// left unresolved.
+std::optional<Error> cubin_symbols(const ELFObjectFileBase &e, const std::string &name, ArtifactInfo &info) {
+  for (const ELFSymbolRef &s : e.symbols()) {
+    auto fl = s.getFlags();
+    if (!fl)
+      return corrupt_table(name, fl.takeError());
+    if (!(*fl & SymbolRef::SF_Global))
+      continue;
+    auto nm = s.getName();
+    if (!nm)
+      return corrupt_table(name, nm.takeError());
+    if (nm->empty())
+      continue;
+    if (*fl & SymbolRef::SF_Undefined)
+      info.imports.push_back(nm->str());
+    else if (s.getELFType() == ELF::STT_FUNC)
+      info.exports.push_back(nm->str());
+  }
+  return std::nullopt;
+}
+
 std::optional<Error> table_of(const ObjectFile &obj, std::size_t size, const std::string &name, ArtifactInfo &info) {
+  if (auto *e = dyn_cast<ELFObjectFileBase>(&obj); e && e->getEMachine() == ELF::EM_CUDA)
+    return cubin_symbols(*e, name, info);
   if (auto *e = dyn_cast<ELFObjectFileBase>(&obj)) {
     if (auto err = elf_dynamic_symbols(*e, name, info))
       return err;
@@ -191,6 +217,11 @@ Expected<ArtifactInfo> read_artifact_unguarded(const void *data, std::size_t siz
   info.format = format_of(*obj);
   info.arch = arch_of(obj->getArch());
   info.kind = kind_of(*obj);
+  // A linked cubin is ET_EXEC: the CUDA driver's unit of loading, what a
+  // shared object is to the host's loader.
+  if (auto *e = dyn_cast<ELFObjectFileBase>(obj); e && e->getEMachine() == ELF::EM_CUDA &&
+                                                   info.kind == FileKind::Executable)
+    info.kind = FileKind::SharedObject;
   if (auto err = table_of(*obj, size, name, info))
     return std::move(*err);
   std::sort(info.exports.begin(), info.exports.end());

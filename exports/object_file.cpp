@@ -36,6 +36,7 @@ Arch arch_of(Triple::ArchType a) {
   case Triple::aarch64: return Arch::AArch64;
   case Triple::wasm32: return Arch::Wasm32;
   case Triple::amdgcn: return Arch::AMDGCN;
+  case Triple::nvptx64: return Arch::NVPTX64;
   default: return Arch::Unknown;
   }
 }
@@ -59,6 +60,7 @@ const char *to_string(Arch a) {
   case Arch::AArch64: return "aarch64";
   case Arch::Wasm32: return "wasm32";
   case Arch::AMDGCN: return "amdgcn";
+  case Arch::NVPTX64: return "nvptx64";
   case Arch::Unknown: break;
   }
   return "unknown";

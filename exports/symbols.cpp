@@ -1,6 +1,7 @@
 #include "hotlink/symbols.h"
 #include "exports/object_file.h"
 #include "exports/recovery.h"
+#include "exports/ptx.h"
 #include "exports/targets.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -555,8 +556,10 @@ Expected<ObjectInfo> read_object_unguarded(const void *data, std::size_t size, c
   if (size == 0)
     return invalid(name, "the file is empty");
   MemoryBufferRef buf(StringRef(static_cast<const char *>(data), size), name);
+  if (looks_like_ptx(data, size))
+    return read_ptx(data, size, name);
   if (!readable_magic(buf.getBuffer()))
-    return invalid(name, "not an ELF, COFF, Mach-O or wasm object, nor LLVM bitcode, nor an archive of them");
+    return invalid(name, "not an ELF, COFF, Mach-O or wasm object, nor LLVM bitcode, PTX, nor an archive of them");
   if (identify_magic(buf.getBuffer()) == file_magic::bitcode)
     return read_bitcode(buf, name);
   auto bin = createBinary(buf);

@@ -226,7 +226,8 @@ Error link_error(const std::vector<Diagnostic> &diags, const Plan &plan, const L
     if (position_dependent(d))
       return position_dependent_error(diags);
     ErrorCode code = ErrorCode::LinkFailed;
-    std::string hint = "see the diagnostics for lld's full report";
+    std::string linker = linker_name(plan.job.flavor);
+    std::string hint = "see the diagnostics for " + linker + "'s full report";
     if (d.message.find("undefined symbol") != std::string::npos ||
         d.message.find("undefined hidden symbol") != std::string::npos) {
       code = ErrorCode::UndefinedSymbol;
@@ -242,7 +243,7 @@ Error link_error(const std::vector<Diagnostic> &diags, const Plan &plan, const L
       hint = "remove one of the definitions, or make it weak or static";
     }
     std::string first_line = d.message.substr(0, d.message.find('\n'));
-    return make_error(code, "lld: " + first_line, d.file, d.symbol, hint);
+    return make_error(code, linker + ": " + first_line, d.file, d.symbol, hint);
   }
   return make_error(ErrorCode::LinkFailed, fallback);
 }

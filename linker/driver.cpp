@@ -7,6 +7,7 @@
 #include "exports/targets.h"
 #include "base/fault_signals.h"
 #include "linker/job.h"
+#include "linker/platforms/platform.h"
 
 #include "base/clock.h"
 #include "base/files.h"
@@ -630,6 +631,10 @@ void run_lld(Materialized &files, const std::vector<const char *> &argv, const J
 } // namespace
 
 JobOutput run_in_process(const Job &job, bool on_own_thread, int image_fd) {
+  // Another engine than lld (nvJitLink): its own calls, no lld lock, no
+  // scratch directory; the image comes back as bytes.
+  if (const Engine *engine = engine_for(job.flavor))
+    return engine->run(job);
   JobOutput out;
   Materialized files(job);
   if (!files.create()) {

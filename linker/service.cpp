@@ -224,7 +224,8 @@ std::optional<Error> LinkService::Impl::rerun_after_failure(const LinkRequest &r
     reruns.every_error = true;
     return run(req, again, res, reruns, image);
   }
-  return link_error(res.diagnostics, plan, req, "lld failed (exit code " + std::to_string(ret_code) + ")");
+  return link_error(res.diagnostics, plan, req,
+                    linker_name(plan.job.flavor) + " failed (exit code " + std::to_string(ret_code) + ")");
 }
 
 namespace {

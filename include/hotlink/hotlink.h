@@ -203,9 +203,10 @@ void hotlink_request_set_soname(hotlink_request *request, const char *soname);
 /* ELF: 1 = link the inputs alone, without the target's C library and
  * startup objects (a bare link; default 0: what `clang -shared` links). */
 void hotlink_request_set_bare(hotlink_request *request, int bare);
-/* GPU targets (amdgcn-amd-amdhsa): the processor as an AMD target ID,
- * "gfx90a", "gfx90a:xnack+", "gfx90a:sramecc-:xnack+" (required there;
- * refused for a host target). */
+/* GPU targets: the processor, required there and refused for a host
+ * target. amdgcn-amd-amdhsa: an AMD target ID, "gfx90a", "gfx90a:xnack+",
+ * "gfx90a:sramecc-:xnack+"; nvptx64-nvidia-cuda: the SM architecture,
+ * "sm_90", "sm_90a". */
 void hotlink_request_set_processor(hotlink_request *request, const char *target_id);
 
 typedef enum hotlink_device_libs {

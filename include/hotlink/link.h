@@ -151,11 +151,12 @@ struct HOTLINK_API CoffOptions {
 // never (an undefined symbol is then an error naming it).
 enum class DeviceLibs { Auto, None };
 
-// Options only GPU device links read (amdgcn-amd-amdhsa).
+// Options only GPU device links read (amdgcn-amd-amdhsa, nvptx64-nvidia-cuda).
 struct HOTLINK_API GpuOptions {
-  // The processor, as an AMD target ID: "gfx90a", "gfx90a:xnack+",
-  // "gfx90a:sramecc-:xnack+". Required. A feature left out means the code
-  // object runs with either setting, so every input must allow both.
+  // The processor. AMD: a target ID, "gfx90a", "gfx90a:xnack+",
+  // "gfx90a:sramecc-:xnack+"; a feature left out means the code object
+  // runs with either setting, so every input must allow both. NVIDIA: the
+  // SM architecture, "sm_90", "sm_90a", "sm_100f". Required.
   std::string processor;
   DeviceLibs device_libs = DeviceLibs::Auto;
   std::string device_libs_dir; // the bitcode folder; empty = the installed one

@@ -15,7 +15,7 @@
 namespace hotlink::exports {
 
 enum class Format { Unknown, ELF, COFF, MachO, Wasm };
-enum class Arch { Unknown, X86_64, X86, AArch64, Wasm32, AMDGCN };
+enum class Arch { Unknown, X86_64, X86, AArch64, Wasm32, AMDGCN, NVPTX64 };
 enum class FileKind { Object, Archive, SharedObject, Executable, Other };
 
 HOTLINK_API const char *to_string(Format f);
@@ -62,7 +62,9 @@ struct HOTLINK_API ObjectInfo {
   std::uint64_t alignment_padding = 0;
 };
 
-// Reads a relocatable object, an LLVM bitcode file, or an archive of them.
+// Reads a relocatable object, an LLVM bitcode file, PTX text (NVIDIA's
+// virtual assembly: ELF, nvptx64, its .entry/.func/.global names), or an
+// archive of them.
 // For an archive, the format and arch are those of its members (an error
 // if they disagree, or if it has no object members); symbols of every
 // member are listed. Refused with InvalidInput naming the input (and

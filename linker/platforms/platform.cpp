@@ -32,8 +32,21 @@ namespace detail {
 
 const std::vector<const Platform *> &platforms() {
   static const std::vector<const Platform *> table = {&elf_platform(), &msvc_platform(), &mingw_platform(),
-                                                      &macho_platform(), &wasm_platform(), &amdgpu_platform()};
+                                                      &macho_platform(), &wasm_platform(), &amdgpu_platform(),
+                                                      &nvptx_platform()};
   return table;
+}
+
+const Engine *engine_for(const std::string &flavor) {
+  for (const Engine *e : {&nvjitlink_engine()})
+    if (flavor == e->flavor)
+      return e;
+  return nullptr;
+}
+
+std::string linker_name(const std::string &flavor) {
+  const Engine *e = engine_for(flavor);
+  return e ? e->shown : "lld";
 }
 
 namespace {

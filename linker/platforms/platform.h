@@ -207,6 +207,19 @@ struct Platform {
   bool processor = false;
 };
 
+// A link engine other than lld: a platform whose TargetInfo::flavor names
+// one plans a Job as for lld, and the driver (in-process or in a worker)
+// hands it to `run` instead of lld. The job's arguments are that engine's.
+struct Engine {
+  const char *flavor;
+  const char *shown; // its name in messages ("nvJitLink")
+  JobOutput (*run)(const Job &job);
+};
+// The engine for a job's flavor; null for lld's own flavors.
+const Engine *engine_for(const std::string &flavor);
+// The linker's name in messages: "lld", or the engine's.
+std::string linker_name(const std::string &flavor);
+
 // The exports of the request's policy (the default select_exports step).
 std::optional<Error> select_policy_exports(PlanContext &ctx);
 

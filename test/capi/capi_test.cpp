@@ -269,3 +269,43 @@ TEST(CApi, AGpuCodeObjectLinksForItsProcessorAndVerifiesAgainstIt) {
 }
 
 } // namespace
+
+// The same for an NVIDIA cubin from PTX (skipped where nvJitLink is not
+// installed, as the link's own error says).
+TEST(CApi, ACubinLinksFromPtxForItsArchitectureAndVerifiesAgainstIt) {
+  const std::string ptx = ".version 8.0\n.target sm_80\n.address_size 64\n"
+                          ".visible .entry twice(.param .u64 a)\n{\n  ret;\n}\n";
+  hotlink_service *s = hotlink_service_create(nullptr);
+  hotlink_request *r = hotlink_request_create();
+  hotlink_request_set_target(r, "nvptx64-nvidia-cuda");
+  hotlink_request_set_processor(r, "sm_90");
+  hotlink_request_add_input(r, "twice.ptx", ptx.data(), ptx.size());
+  hotlink_result *res = hotlink_link(s, r);
+  if (const hotlink_error *e = hotlink_result_error(res);
+      e && std::string(hotlink_error_message(e)).find("nvJitLink is not installed") != std::string::npos) {
+    std::string why = hotlink_error_message(e);
+    hotlink_result_destroy(res);
+    hotlink_request_destroy(r);
+    hotlink_service_destroy(s);
+    GTEST_SKIP() << why;
+  }
+  ASSERT_EQ(hotlink_result_error(res), nullptr) << hotlink_error_message(hotlink_result_error(res));
+  ASSERT_EQ(hotlink_result_export_count(res), 1u);
+  EXPECT_STREQ(hotlink_result_export(res, 0), "twice");
+  size_t n = 0;
+  const uint8_t *image = hotlink_result_bytes(res, &n);
+  ASSERT_NE(image, nullptr);
+  const char *kernel_name[] = {"twice"};
+  EXPECT_EQ(hotlink_verify(image, n, "twice.cubin", "nvptx64-nvidia-cuda", "sm_90", kernel_name, 1, nullptr),
+            HOTLINK_OK);
+  hotlink_error *error = nullptr;
+  EXPECT_EQ(hotlink_verify(image, n, "twice.cubin", "nvptx64-nvidia-cuda", "sm_80", nullptr, 0, &error),
+            HOTLINK_ARCH_MISMATCH);
+  ASSERT_NE(error, nullptr);
+  EXPECT_NE(std::string(hotlink_error_message(error)).find("sm_80"), std::string::npos)
+      << hotlink_error_message(error);
+  hotlink_error_free(error);
+  hotlink_result_destroy(res);
+  hotlink_request_destroy(r);
+  hotlink_service_destroy(s);
+}

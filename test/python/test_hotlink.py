@@ -41,6 +41,30 @@ SIN = ("float __ocml_sin_f32(float);\n"
        "  int i = __builtin_amdgcn_workitem_id_x(); a[i] = __ocml_sin_f32(a[i]); }\n")
 
 
+# A PTX module with one kernel, written for sm_80.
+PTX = (".version 8.0\n.target sm_80\n.address_size 64\n"
+       ".visible .entry twice(.param .u64 a)\n{\n  ret;\n}\n").encode()
+
+
+class NvidiaCubin(unittest.TestCase):
+    def test_ptx_links_for_its_architecture_and_verifies_against_it(self):
+        try:
+            r = hotlink.link([("twice.ptx", PTX)], target="nvptx64-nvidia-cuda", mcpu="sm_90")
+        except hotlink.Error as e:
+            if "nvJitLink is not installed" in str(e):
+                self.skipTest(str(e))
+            raise
+        self.assertEqual(r.exports, ["twice"])
+        d = hotlink.verify(r.artifact, "twice.cubin", target="nvptx64-nvidia-cuda", mcpu="sm_90",
+                           expected=["twice"])
+        self.assertEqual(d["arch"], "sm_90")
+        self.assertEqual([k["name"] for k in d["exports"]], ["twice"])
+        with self.assertRaises(hotlink.Error) as caught:
+            hotlink.verify(r.artifact, "twice.cubin", target="nvptx64-nvidia-cuda", mcpu="sm_80")
+        self.assertEqual(caught.exception.code, "arch-mismatch")
+        self.assertIn("sm_80", str(caught.exception))
+
+
 class GpuCodeObject(unittest.TestCase):
     def test_bitcode_links_for_its_processor_and_verifies_against_it(self):
         r = hotlink.link([("saxpy.bc", device_code(SAXPY, "gfx90a", bitcode=True))],

@@ -1,0 +1,253 @@
+// The NVIDIA platform (nvptx64-nvidia-cuda): a cubin for one SM
+// architecture, linked in-process by NVIDIA's nvJitLink (nvjitlink.h) from
+// PTX and relocatable cubins, as the CUDA driver loads it: the kernels as
+// exports, nothing left unresolved. nvJitLink is not lld: the platform
+// plans a job whose engine (engine() below) hands its inputs to nvJitLink.
+#include "linker/platforms/nvptx/cubin.h"
+#include "linker/platforms/nvptx/nvjitlink.h"
+#include "linker/platforms/table.h"
+
+#include "exports/ptx.h"
+#include "linker/plan.h"
+
+#include "llvm/BinaryFormat/ELF.h"
+#include "llvm/Object/ELFObjectFile.h"
+#include "llvm/TargetParser/Triple.h"
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+#include <sys/stat.h>
+
+namespace hotlink::detail {
+
+namespace {
+
+constexpr const char *kTriple = "nvptx64-nvidia-cuda";
+
+// "sm_90" -> 90; "sm_90a", "sm_100f" (architecture- and family-specific
+// variants) -> their number; 0 when `arch` is not an SM architecture.
+unsigned sm_number(const std::string &arch) {
+  if (arch.rfind("sm_", 0) != 0 || arch.size() < 5)
+    return 0;
+  std::size_t i = 3;
+  unsigned n = 0;
+  while (i < arch.size() && std::isdigit(static_cast<unsigned char>(arch[i])))
+    n = n * 10 + unsigned(arch[i++] - '0');
+  bool suffix_ok = i == arch.size() || (i + 1 == arch.size() && (arch[i] == 'a' || arch[i] == 'f'));
+  return suffix_ok && i >= 5 && n >= 50 ? n : 0;
+}
+
+Expected<std::string> parse_arch(const std::string &spelled) {
+  if (spelled.empty())
+    return make_error(ErrorCode::BadRequest, "a cubin is built for one SM architecture, and none was given", {},
+                      "--mcpu", "pass the GPU's architecture, e.g. --mcpu sm_90 (H100) or sm_80 (A100)");
+  if (!sm_number(spelled))
+    return make_error(ErrorCode::BadRequest, "'" + spelled + "' is not an NVIDIA SM architecture", {}, "--mcpu",
+                      "e.g. sm_80, sm_90, sm_90a, sm_100f");
+  return spelled;
+}
+
+// What one input holds for nvJitLink.
+struct Built {
+  std::string display;
+  nvjitlink::InputKind kind = nvjitlink::InputKind::Ptx;
+  std::string target;               // PTX: its .target
+  std::vector<std::string> kernels; // PTX: its .entry names
+};
+
+bool is_cuda_elf(const void *data, std::size_t size) {
+  const auto *b = static_cast<const unsigned char *>(data);
+  return size >= 20 && b[0] == 0x7f && b[1] == 'E' && b[2] == 'L' && b[3] == 'F' &&
+         (b[18] | (b[19] << 8)) == llvm::ELF::EM_CUDA;
+}
+
+Expected<Built> read_built(const LoadedInput &l) {
+  Built b;
+  b.display = l.display;
+  if (exports::looks_like_ptx(l.data, l.size)) {
+    auto m = exports::read_ptx_module(l.data, l.size, l.display);
+    if (!m)
+      return m.take_error();
+    b.target = m->target;
+    b.kernels = m->kernels;
+    return b;
+  }
+  if (is_cuda_elf(l.data, l.size)) {
+    b.kind = nvjitlink::InputKind::Object; // a relocatable cubin (ptxas -c, nvcc -rdc)
+    for (const exports::Symbol &s : l.info.symbols)
+      if (s.defined && s.function)
+        b.kernels.push_back(s.name);
+    return b;
+  }
+  return make_error(ErrorCode::InvalidInput, "is neither PTX nor a CUDA object (a cubin ptxas -c made)", l.display,
+                    {}, "give PTX (clang -x cuda --cuda-device-only -S) or ptxas -c's relocatable cubin");
+}
+
+class NvptxLink final : public PlatformLink {
+public:
+  std::optional<Error> check_request(const PlanContext &ctx) override {
+    if (auto err = refuse_other_options(ctx, kGpuOptions))
+      return err;
+    const LinkRequest &req = ctx.request;
+    if (req.undefined == Undefined::Allow)
+      return not_for_platform("--allow-undefined", "a cubin cannot import anything at load time", kTriple,
+                              "define every function in a PTX module or object of the link");
+    if (!req.gpu.device_libs_dir.empty())
+      return not_for_platform("--device-libs", "device libraries are linked into the PTX by its compiler", kTriple,
+                              "drop --device-libs");
+    auto arch = parse_arch(req.gpu.processor);
+    if (!arch)
+      return arch.take_error();
+    arch_ = *arch;
+    return std::nullopt;
+  }
+
+  // PTX written for a later architecture than the link's does not compile
+  // for it: refused here, naming both, before nvJitLink says less.
+  std::optional<Error> check_inputs(PlanContext &ctx) override {
+    for (const LoadedInput &l : ctx.inputs) {
+      if (l.archive())
+        return make_error(ErrorCode::InvalidInput, "is an archive; hotlink links PTX and CUDA objects for NVIDIA",
+                          l.display, {}, "give its members as inputs");
+      auto b = read_built(l);
+      if (!b)
+        return b.take_error();
+      if (!b->target.empty() && sm_number(b->target) > sm_number(arch_))
+        return make_error(ErrorCode::ArchMismatch,
+                          "is PTX for " + b->target + ", which does not compile for " + arch_, l.display, "--mcpu",
+                          "link it with --mcpu " + b->target + " or later, or compile it for " + arch_);
+      built_.push_back(std::move(*b));
+    }
+    return std::nullopt;
+  }
+
+  std::optional<Error> select_exports(PlanContext &ctx) override {
+    if (ctx.request.exports.mode != ExportPolicy::Mode::EntryPoints)
+      return select_policy_exports(ctx);
+    std::set<std::string> seen;
+    for (const Built &b : built_)
+      for (const std::string &k : b.kernels)
+        if (seen.insert(k).second)
+          ctx.plan.exports.push_back({k, k, false});
+    if (ctx.plan.exports.empty())
+      return make_error(ErrorCode::MissingExport, "the inputs define no kernel", ctx.inputs.front().display, {},
+                        "mark the entry points __global__ (PTX: .entry), or name exports");
+    return std::nullopt;
+  }
+
+  // nvJitLink itself: the key holds its file (whose real name carries its
+  // exact version) and size; finding it loads nothing.
+  std::optional<Error> environment(PlanContext &ctx) override {
+    auto lib = nvjitlink::find_library();
+    if (!lib)
+      return lib.take_error();
+    ctx.plan.runtime.push_back("nvJitLink");
+    ctx.job().args.push_back(keyed("", "nvjitlink " + *lib + " " + std::to_string(file_size(*lib))));
+    return std::nullopt;
+  }
+
+  void head(PlanContext &ctx, const std::string &out_name) override {
+    std::vector<Arg> &a = ctx.job().args;
+    a.push_back(plain("-arch=" + arch_));
+    a.push_back(plain("-o"));
+    Arg out = in_dir("", out_name); // a cubin names no file: its output's name changes no byte
+    out.key = "<output>";
+    a.push_back(std::move(out));
+    ctx.job().output_name_in_image = false;
+  }
+
+  // nvJitLink keeps every kernel and every function a kernel calls: no list.
+  std::optional<Error> export_file(PlanContext &) override { return std::nullopt; }
+
+  bool links_whole_archives() const override { return false; }
+
+  std::string undefined_hint(const LinkRequest &, const std::string &) const override {
+    return "a cubin cannot import anything at load time: give the PTX module or object that defines it";
+  }
+
+private:
+  static std::uint64_t file_size(const std::string &path) {
+    struct stat st;
+    return ::stat(path.c_str(), &st) == 0 ? std::uint64_t(st.st_size) : 0;
+  }
+
+  std::string arch_;
+  std::vector<Built> built_;
+};
+
+bool serves(const llvm::Triple &t, TargetInfo &info) {
+  if (t.getArch() != llvm::Triple::nvptx64 || t.getOS() != llvm::Triple::CUDA)
+    return false;
+  info.arch = exports::Arch::NVPTX64;
+  info.format = exports::Format::ELF;
+  info.flavor = "nvjitlink";
+  info.extension = ".cubin";
+  return true;
+}
+
+std::unique_ptr<PlatformLink> start(const TargetInfo &, const LinkRequest &) { return std::make_unique<NvptxLink>(); }
+
+// What the CUDA driver requires of a cubin, checked on its bytes: linked
+// (not relocatable), for the architecture asked (an sm_90 cubin does not
+// load on an sm_80 GPU), its kernels, nothing unresolved.
+std::optional<Error> nvptx_check_artifact(const std::vector<std::uint8_t> &bytes, const std::string &name,
+                                          const hotlink::VerifyOptions &options) {
+  auto c = cubin::read(bytes.data(), bytes.size(), name);
+  if (!c)
+    return c.take_error();
+  if (!c->executable)
+    return make_error(ErrorCode::NotASharedObject, "is a relocatable cubin, not a linked one (ET_EXEC)", name, {},
+                      "link it: hotlink link --target nvptx64-nvidia-cuda --mcpu sm_NN");
+  if (!options.processor.empty()) {
+    auto want = parse_arch(options.processor);
+    if (!want)
+      return want.take_error();
+    if (c->sm != sm_number(*want))
+      return make_error(ErrorCode::ArchMismatch,
+                        "is built for sm_" + std::to_string(c->sm) + ", which does not load as " + *want, name,
+                        "--mcpu", "link it again with --mcpu " + *want);
+  }
+  if (!c->undefined.empty())
+    return make_error(ErrorCode::UnresolvedSymbol, "leaves a symbol unresolved, which no cubin may", name,
+                      c->undefined.front(), "link the PTX module or object that defines it");
+  for (const std::string &e : options.expected_exports)
+    if (std::none_of(c->kernels.begin(), c->kernels.end(), [&](const cubin::Kernel &k) { return k.name == e; }))
+      return make_error(ErrorCode::MissingExport, "is not a kernel of the cubin", name, e,
+                        "check the kernel's name (hotlink exports lists them)");
+  return std::nullopt;
+}
+
+// Each kernel's resources, as its own sections record them.
+Expected<ArtifactDescription> nvptx_describe(const std::vector<std::uint8_t> &bytes, const std::string &name) {
+  auto c = cubin::read(bytes.data(), bytes.size(), name);
+  if (!c)
+    return c.take_error();
+  ArtifactDescription d;
+  d.properties = {{"arch", "sm_" + std::to_string(c->sm)}};
+  auto n = [](std::uint64_t v) { return std::to_string(v); };
+  for (const cubin::Kernel &k : c->kernels)
+    d.exports.push_back({k.name,
+                         {{"registers", n(k.registers)},
+                          {"shared_bytes", n(k.shared_bytes)},
+                          {"frame_size", n(k.frame_size)},
+                          {"min_stack_size", n(k.min_stack_size)},
+                          {"param_bytes", n(k.param_bytes)}}});
+  return d;
+}
+
+} // namespace
+
+const Platform &nvptx_platform() {
+  static const Platform p{"nvptx",
+                          {kTriple},
+                          serves,
+                          start,
+                          /*warm_up_object=*/nullptr,
+                          nvptx_check_artifact,
+                          nvptx_describe,
+                          /*processor=*/true};
+  return p;
+}
+
+} // namespace hotlink::detail
