@@ -9,9 +9,14 @@
 // - the offload plugin's way: for each, the bitcode written to a file,
 //   `ld.lld -flavor gnu --no-undefined -shared -plugin-opt=mcpu=gfx90a`
 //   spawned, the image read back; one after another.
+// The same for NVIDIA, where nvJitLink is installed: 64 distinct kernels
+// as PTX for sm_90, linked by hotlink (serialized in-process; the pool),
+// against the offload CUDA plugin's way: for each, the PTX written to a
+// file, `ptxas -m64 -O3 --gpu-name sm_90` spawned, the cubin read back.
 // Prints Google Benchmark's table, then the medians and ratios of this run.
 #include "bench/bench_support.h"
 #include "hotlink/link_service.h"
+#include "linker/platforms/nvptx/nvjitlink.h"
 
 #include <chrono>
 #include <cstdio>
@@ -23,8 +28,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr int kKernels = 64;
-std::vector<std::vector<std::uint8_t>> g_bitcode;
-std::string g_scratch;
+std::vector<std::vector<std::uint8_t>> g_bitcode, g_ptx;
+std::string g_scratch, g_ptxas;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
@@ -42,32 +47,52 @@ std::string kernel_source(int i) {
          "  out[i] = acc;\n}\n";
 }
 
-hotlink::LinkRequest request(int i, hotlink::Execution execution) {
+// The same kernel in CUDA (clang -nocudainc), for PTX.
+std::string cuda_source(int i) {
+  std::string k = std::to_string(i);
+  return "#define D __attribute__((device))\n"
+         "extern \"C\" D int __nvvm_read_ptx_sreg_tid_x();\n"
+         "extern \"C\" D int __nvvm_read_ptx_sreg_ctaid_x();\n"
+         "static D float f(float x) { return x * " + k + ".5f + 1.0f / (x + " + k + ".0f); }\n"
+         "extern \"C\" __attribute__((global)) void stencil_" + k + "(const float *in, float *out, int n) {\n"
+         "  int i = __nvvm_read_ptx_sreg_ctaid_x() * 256 + __nvvm_read_ptx_sreg_tid_x();\n"
+         "  if (i <= 0 || i >= n - 1) return;\n"
+         "  float acc = 0;\n"
+         "  for (int j = -4; j <= 4; ++j) acc += f(in[(i + j + n) % n]) * (j + " + k + ");\n"
+         "  out[i] = acc;\n}\n";
+}
+
+// range(1): 0 = AMDGPU bitcode, 1 = NVIDIA PTX.
+hotlink::LinkRequest request(int i, hotlink::Execution execution, bool cuda = false) {
   hotlink::LinkRequest req;
-  req.target = "amdgcn-amd-amdhsa";
-  req.gpu.processor = "gfx90a";
+  req.target = cuda ? "nvptx64-nvidia-cuda" : "amdgcn-amd-amdhsa";
+  req.gpu.processor = cuda ? "sm_90" : "gfx90a";
   req.execution = execution;
-  req.inputs = {hotlink::Input::memory("stencil_" + std::to_string(i) + ".bc", g_bitcode[i])};
+  req.inputs = {cuda ? hotlink::Input::memory("stencil_" + std::to_string(i) + ".ptx", g_ptx[i])
+                     : hotlink::Input::memory("stencil_" + std::to_string(i) + ".bc", g_bitcode[i])};
   return req;
 }
 
-// range(0): 0 = serialized in-process, 1 = the pool (Auto, default workers).
+// range(0): 0 = serialized in-process, 1 = the pool (Auto, default workers);
+// range(1): 0 = AMDGPU, 1 = NVIDIA.
 void BM_Device64(benchmark::State &state) {
-  bool pool = state.range(0) == 1;
+  bool pool = state.range(0) == 1, cuda = state.range(1) == 1;
+  if (cuda && g_ptx.empty())
+    return state.SkipWithError("no nvJitLink or ptxas here");
   hotlink::LinkService svc;
   hotlink::Execution how = pool ? hotlink::Execution::Auto : hotlink::Execution::InProcess;
   // Untimed: the one-time work of the process (clang's driver, lld's first
   // call) and, for the pool, its worker processes.
-  if (!svc.link(request(0, hotlink::Execution::InProcess)).ok())
+  if (!svc.link(request(0, hotlink::Execution::InProcess, cuda)).ok())
     return state.SkipWithError("a device link failed");
   if (pool)
     for (unsigned i = 0; i < std::thread::hardware_concurrency(); ++i)
-      svc.link(request(i, hotlink::Execution::Isolated));
+      svc.link(request(i, hotlink::Execution::Isolated, cuda));
   for (auto _ : state) {
     auto t0 = Clock::now();
     std::vector<std::future<hotlink::LinkResult>> pending;
     for (int i = 0; i < kKernels; ++i)
-      pending.push_back(svc.submit(request(i, how)));
+      pending.push_back(svc.submit(request(i, how, cuda)));
     for (auto &p : pending) {
       hotlink::LinkResult r = p.get();
       if (!r.ok())
@@ -99,8 +124,51 @@ void BM_Device64LldProcesses(benchmark::State &state) {
   }
 }
 
-BENCHMARK(BM_Device64)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseManualTime()->Iterations(1);
+void BM_Cuda64PtxasProcesses(benchmark::State &state) {
+  if (g_ptx.empty())
+    return state.SkipWithError("no nvJitLink or ptxas here");
+  for (auto _ : state) {
+    auto t0 = Clock::now();
+    for (int i = 0; i < kKernels; ++i) {
+      std::string in = g_scratch + "/k.ptx", out = g_scratch + "/k.cubin";
+      std::ofstream(in, std::ios::binary).write(reinterpret_cast<const char *>(g_ptx[i].data()), g_ptx[i].size());
+      std::string cmd = g_ptxas + " -m64 -O3 --gpu-name sm_90 --output-file " + out + " " + in;
+      if (std::system(cmd.c_str()) != 0)
+        return state.SkipWithError("ptxas failed");
+      std::ifstream image(out, std::ios::binary);
+      std::vector<char> bytes((std::istreambuf_iterator<char>(image)), {});
+      benchmark::DoNotOptimize(bytes.data());
+    }
+    state.SetIterationTime(seconds_since(t0));
+  }
+}
+
+BENCHMARK(BM_Device64)->Args({0, 0})->Args({1, 0})->Unit(benchmark::kMillisecond)->UseManualTime()->Iterations(1);
 BENCHMARK(BM_Device64LldProcesses)->Unit(benchmark::kMillisecond)->UseManualTime()->Iterations(1);
+BENCHMARK(BM_Device64)->Args({0, 1})->Args({1, 1})->Unit(benchmark::kMillisecond)->UseManualTime()->Iterations(1);
+BENCHMARK(BM_Cuda64PtxasProcesses)->Unit(benchmark::kMillisecond)->UseManualTime()->Iterations(1);
+
+// The NVIDIA kernels as PTX, when nvJitLink and ptxas are installed.
+void make_ptx() {
+  std::string cuda = std::getenv("CUDA_HOME") ? std::getenv("CUDA_HOME") : "/usr/local/cuda";
+  if (!hotlink::detail::nvjitlink::find_library() || access((cuda + "/bin/ptxas").c_str(), X_OK) != 0) {
+    std::fprintf(stderr, "device_bench: no nvJitLink or no %s/bin/ptxas: the NVIDIA rows are skipped\n",
+                 cuda.c_str());
+    return;
+  }
+  g_ptxas = cuda + "/bin/ptxas";
+  for (int i = 0; i < kKernels; ++i) {
+    g_ptx.push_back(object_of(cuda_source(i), ".cu", [](const std::string &src, const std::string &out) {
+      return std::string(HOTLINK_BENCH_CLANG) + " -x cuda --cuda-device-only -S --cuda-gpu-arch=sm_90 -nocudainc "
+                                                "-nocudalib -O2 -Wno-unknown-cuda-version " + src + " -o " + out;
+    }));
+    if (g_ptx.back().empty()) {
+      std::fprintf(stderr, "device_bench: clang-22 could not compile CUDA kernel %d\n", i);
+      g_ptx.clear();
+      return;
+    }
+  }
+}
 
 } // namespace
 
@@ -113,14 +181,23 @@ int main(int argc, char **argv) {
     if (g_bitcode.back().empty())
       return std::fprintf(stderr, "device_bench: clang-22 could not compile kernel %d\n", i), 1;
   }
+  make_ptx();
   MedianReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
-  double serial = reporter.median["BM_Device64/0"], pool = reporter.median["BM_Device64/1"];
+  double serial = reporter.median["BM_Device64/0/0"], pool = reporter.median["BM_Device64/1/0"];
   double lld = reporter.median["BM_Device64LldProcesses"];
   std::printf("\n%d device links (gfx90a, bitcode through LTO) submitted at once, medians: "
               "serialized in-process %.1f ms; the pool (in-process + %u workers) %.1f ms, %.2fx faster; "
               "ld.lld processes one by one (the offload plugin's way) %.1f ms, %.2fx the pool's time\n",
               kKernels, serial, std::thread::hardware_concurrency(), pool, serial / pool, lld, lld / pool);
+  if (!g_ptx.empty()) {
+    double cserial = reporter.median["BM_Device64/0/1"], cpool = reporter.median["BM_Device64/1/1"];
+    double ptxas = reporter.median["BM_Cuda64PtxasProcesses"];
+    std::printf("%d NVIDIA links (sm_90, PTX through nvJitLink) submitted at once, medians: serialized in-process "
+                "%.1f ms; the pool %.1f ms, %.2fx faster; ptxas processes one by one (the offload CUDA plugin's "
+                "way) %.1f ms, %.2fx the pool's time, %.2fx the serialized time\n",
+                kKernels, cserial, cpool, cserial / cpool, ptxas, ptxas / cpool, ptxas / cserial);
+  }
   std::string rm = "rm -rf " + g_scratch;
   return std::system(rm.c_str()) == 0 ? 0 : 1;
 }
