@@ -173,7 +173,6 @@ Expected<ObjectInfo> read_ptx(const void *data, std::size_t size, const std::str
   add(m->data, true, false);
   add(m->extern_functions, false, true);
   add(m->extern_data, false, false);
-  info.alignment_padding = 0;
   return info;
 }
 

@@ -16,6 +16,8 @@
 // HOTLINK_HIDDEN keeps a public class's private Impl out of it.
 #ifndef HOTLINK_API
 #define HOTLINK_API __attribute__((visibility("default")))
+#endif
+#ifndef HOTLINK_HIDDEN
 #define HOTLINK_HIDDEN __attribute__((visibility("hidden")))
 #endif
 

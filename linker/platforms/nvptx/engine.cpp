@@ -10,6 +10,8 @@
 
 #include "llvm/Support/MemoryBuffer.h"
 
+#include <algorithm>
+
 namespace hotlink::detail {
 
 namespace {

@@ -51,7 +51,6 @@ Expected<std::string> parse_arch(const std::string &spelled) {
 // What one input holds for nvJitLink.
 struct Built {
   std::string display;
-  nvjitlink::InputKind kind = nvjitlink::InputKind::Ptx;
   std::string target;               // PTX: its .target
   std::vector<std::string> kernels; // PTX: its .entry names
 };
@@ -74,7 +73,7 @@ Expected<Built> read_built(const LoadedInput &l) {
     return b;
   }
   if (is_cuda_elf(l.data, l.size)) {
-    b.kind = nvjitlink::InputKind::Object; // a relocatable cubin (ptxas -c, nvcc -rdc)
+    // a relocatable cubin (ptxas -c, nvcc -rdc): its defined functions
     for (const exports::Symbol &s : l.info.symbols)
       if (s.defined && s.function)
         b.kernels.push_back(s.name);
