@@ -97,6 +97,12 @@ Expected<OutputReservation> OutputReservation::reserve(const std::string &path, 
     r.in_place_ = true;
     return r;
   }
+  // A link killed between naming its output and renaming it into place
+  // (commit()), or anywhere in a link where there is no O_TMPFILE, leaves
+  // a named temporary: the next link of the same output removes those of
+  // dead processes.
+  std::string base = llvm::sys::path::filename(path).str();
+  sweep_dead_temporaries(dir.str().str(), base);
   // An unnamed file in the destination directory, named only when it is
   // complete (commit(), through /proc/self/fd: without /proc it could not
   // be named): a link killed before that leaves nothing behind.
@@ -110,10 +116,7 @@ Expected<OutputReservation> OutputReservation::reserve(const std::string &path, 
     return r.cannot_reserve(dir.str().str(), errno);
   if (errno == ENOENT && !llvm::sys::fs::is_directory(dir))
     return r.cannot_reserve(dir.str().str(), ENOENT);
-  // A file system without O_TMPFILE: a named temporary, and those of links
-  // that were killed are swept.
-  std::string base = llvm::sys::path::filename(path).str();
-  sweep_dead_temporaries(dir.str().str(), base);
+  // A file system without O_TMPFILE: a named temporary.
   for (int attempt = 0; attempt < 100 && r.fd_ < 0; ++attempt) {
     r.temp_ = temp_path(dir.str().str(), base, attempt);
     r.fd_ = ::open(r.temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
