@@ -207,12 +207,16 @@ Expected<ArtifactInfo> read_artifact_unguarded(const void *data, std::size_t siz
     return make_error(ErrorCode::InvalidInput, "not an ELF, PE, Mach-O or wasm image", name);
   if (identify_magic(buf.getBuffer()) == file_magic::bitcode)
     return make_error(ErrorCode::InvalidInput, "is LLVM bitcode, not a linked image", name);
-  auto bin = createBinary(buf);
+  // ObjectFile, not createBinary: the runtime reads linked images only,
+  // and createBinary's archives, IR and offload bundles would bring
+  // LLVM's IR libraries (and their start-up constructors) into it.
+  file_magic magic = identify_magic(buf.getBuffer());
+  if (magic == file_magic::archive || magic == file_magic::coff_import_library)
+    return make_error(ErrorCode::InvalidInput, "not a shared object, DLL, dylib or wasm module", name);
+  auto bin = ObjectFile::createObjectFile(buf);
   if (!bin)
     return make_error(ErrorCode::InvalidInput, "not a binary: " + message_of(bin.takeError()), name);
-  auto *obj = dyn_cast<ObjectFile>(bin->get());
-  if (!obj)
-    return make_error(ErrorCode::InvalidInput, "not a shared object, DLL, dylib or wasm module", name);
+  ObjectFile *obj = bin->get();
   ArtifactInfo info;
   info.format = format_of(*obj);
   info.arch = arch_of(obj->getArch());
