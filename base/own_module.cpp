@@ -48,4 +48,22 @@ Expected<std::string> find_own_module(const OwnModule &m, const std::string &why
                     m.file, {}, "install it with hotlink, or set " + m.env + " to its path");
 }
 
+Expected<OpenedModule> open_own_module(const OwnModule &m, const std::string &why_needed, const char *symbol,
+                                 const std::string &load_hint) {
+  auto path = find_own_module(m, why_needed);
+  if (!path)
+    return path.take_error();
+  void *handle = ::dlopen(path->c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    const char *why = ::dlerror();
+    return make_error(ErrorCode::Internal, "cannot load " + m.file + ": " + (why ? why : "dlopen failed"), *path, {},
+                      load_hint);
+  }
+  void *entry = ::dlsym(handle, symbol);
+  if (!entry)
+    return make_error(ErrorCode::Internal, m.file + " has no " + symbol + " (it is not one of hotlink's modules)",
+                      *path, {}, "reinstall hotlink, or point " + m.env + " at the right file");
+  return OpenedModule{*path, entry};
+}
+
 } // namespace hotlink

@@ -26,4 +26,16 @@ std::vector<std::string> own_module_candidates(const OwnModule &m);
 // module, every place looked and how to fix it.
 Expected<std::string> find_own_module(const OwnModule &m, const std::string &why_needed);
 
+// Finds `m` and loads it (RTLD_NOW: a missing dependency is reported here;
+// RTLD_LOCAL: what it links stays its own; never closed), and returns its
+// entry point `symbol`. An Internal error names the module and why: not
+// found (find_own_module's error), refused by the dynamic loader (with
+// `load_hint`), or without `symbol`.
+struct OpenedModule {
+  std::string path;
+  void *entry = nullptr;
+};
+Expected<OpenedModule> open_own_module(const OwnModule &m, const std::string &why_needed, const char *symbol,
+                                 const std::string &load_hint);
+
 } // namespace hotlink

@@ -45,11 +45,12 @@ add_library(hotlink_llvm INTERFACE)
 target_link_libraries(hotlink_llvm INTERFACE hotlink_llvm_headers LLVM)
 
 # The parts of LLVM the runtime (libhotlink.so: cache, verify, load, hot
-# reload) uses, as LLVM's static component libraries: the object readers,
-# DWARF (state layouts) and x86-64's disassembler (forwarding). The runtime
-# links them with their symbols hidden and maps no libLLVM.
+# reload) uses, as LLVM's static component libraries: the object readers
+# and DWARF (state layouts). The runtime links them with their symbols
+# hidden and maps no libLLVM. (x86-64's disassembler, for forwarding, is a
+# module of its own: loader/CMakeLists.txt.)
 llvm_map_components_to_libnames(HOTLINK_RUNTIME_LLVM_LIBS
-  Object DebugInfoDWARF MC MCDisassembler X86Desc X86Info X86Disassembler Support TargetParser BinaryFormat Demangle)
+  Object DebugInfoDWARF Support TargetParser BinaryFormat Demangle)
 
 # The remote cache tier (hiredis) and artifact signatures (libsodium's
 # Ed25519), both from Debian: libhiredis-dev, libsodium-dev.

@@ -11,7 +11,7 @@ trap 'rm -rf "$work"' EXIT
 cmake --install "$build" --prefix "$work/prefix" > "$work/install.log"
 test -x "$work/prefix/bin/hotlink" && test -x "$work/prefix/bin/hotlink-ld"
 libdir=$(dirname "$(find "$work/prefix" -name 'libhotlink.so' | head -1)")
-test -f "$libdir/libhotlink-driver.so" && ls "$libdir"/libhotlink-linker-*.so > /dev/null
+test -f "$libdir/libhotlink-driver.so" && ls "$libdir"/libhotlink-linker-*.so "$libdir"/libhotlink-x86-decoder-*.so > /dev/null
 # The package asks for nothing but hotlink's own files.
 cmakedir=$(dirname "$(find "$work/prefix" -name hotlinkConfig.cmake | head -1)")
 if grep -nE '^[^#]*find_(dependency|package)' "$cmakedir"/*.cmake ||

@@ -7,7 +7,6 @@
 #include "linker/module/plugin.h"
 #include "linker/verify.h"
 
-#include <dlfcn.h>
 #include <mutex>
 
 namespace hotlink {
@@ -17,25 +16,17 @@ namespace linker_module {
 namespace {
 
 Expected<const Table *> load() {
-  auto path = find_own_module({HOTLINK_LINKER_MODULE_FILE, kEnv, reinterpret_cast<const void *>(&linker),
-                               {HOTLINK_BUILD_LIBDIR, HOTLINK_INSTALL_LIBDIR}},
-                              "linking");
-  if (!path)
-    return path.take_error();
-  // Never closed: lld keeps state for the process's life. RTLD_LOCAL: the
-  // module's lld and libLLVM stay its own; RTLD_NOW: a missing dependency
-  // is reported here, not at a later call.
-  void *handle = ::dlopen(path->c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!handle) {
-    const char *why = ::dlerror();
-    return make_error(ErrorCode::Internal, std::string("cannot load the linker module: ") + (why ? why : "dlopen failed"),
-                      *path, {}, "reinstall hotlink; the module needs LLVM 22's libraries (libllvm22)");
-  }
-  auto entry = reinterpret_cast<EntryFn>(::dlsym(handle, kSymbol));
-  const Table *table = entry ? entry() : nullptr;
+  // Never closed: lld keeps state for the process's life.
+  auto module = open_own_module({HOTLINK_LINKER_MODULE_FILE, kEnv, reinterpret_cast<const void *>(&linker),
+                                 {HOTLINK_BUILD_LIBDIR, HOTLINK_INSTALL_LIBDIR}},
+                                "linking", kSymbol,
+                                "reinstall hotlink; the module needs LLVM 22's libraries (libllvm22)");
+  if (!module)
+    return module.take_error();
+  const Table *table = reinterpret_cast<EntryFn>(module->entry)();
   if (!table || !(table->stamp == stamp(HOTLINK_VERSION_STRING)))
     return make_error(ErrorCode::Internal,
-                      "the linker module is not this libhotlink's (another version or build of hotlink)", *path, {},
+                      "the linker module is not this libhotlink's (another version or build of hotlink)", module->path, {},
                       "install libhotlink and libhotlink-linker from one build, or point " + std::string(kEnv) +
                           " at the right one");
   return table;

@@ -253,5 +253,26 @@ TEST(ForwardDeathTest, WithoutItsSignalReloadSaysSoOnceAndBehavesAsWithout) {
       testing::ExitedWithCode(0), "forward_old_versions is off for this module: signal .* \\(SIGRTMAX-3\\)");
 }
 
+// LLVM's x86 disassembler is a module loaded on the first forward
+// (loader/decoder/decoder.h). Without it, reloads still work; forwarding
+// is off, and the message names the module and where it was looked for.
+TEST(ForwardDeathTest, WithoutTheDecoderModuleReloadSaysWhereItLookedAndBehavesAsWithout) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  Bytes v1 = kernel(1), v2 = kernel(2);
+  EXPECT_EXIT(
+      {
+        ::setenv("HOTLINK_DECODER_MODULE", "/nonexistent/libhotlink-x86-decoder.so", 1);
+        Kernel k(forwarding());
+        bool ok = !k.module.reload(v1, "shapes.so");
+        int destroyed = 0;
+        Kept kept = keep(k, &destroyed);
+        ok = ok && !k.module.reload(v2, "shapes.so") && kept.value() == 10 && k.value() == 20 &&
+             k.module.current()->forwarding.forwarded == 0;
+        std::exit(ok ? 0 : 1);
+      },
+      testing::ExitedWithCode(0),
+      "forward_old_versions is off for this module: .*libhotlink-x86-decoder-[0-9.]+so.*/nonexistent/");
+}
+
 } // namespace
 } // namespace hotlink::loader
