@@ -302,6 +302,12 @@ void kept(const CopyDirectory &dir, const std::string &path, const std::vector<s
     if (made_once(sub)) {
       std::string rest = sub + "/" + info->build_id.substr(2);
       for (const std::string &link : {rest + ".debug", rest}) {
+        // A build-id names its bytes: a link that is there already, of the
+        // same size, is an earlier copy of this image (a process's start
+        // then skips two metadata writes of the file system's journal).
+        struct stat st;
+        if (::lstat(link.c_str(), &st) == 0 && S_ISREG(st.st_mode) && std::uint64_t(st.st_size) == bytes.size())
+          continue;
         ::unlink(link.c_str());
         (void)::link(path.c_str(), link.c_str()); // the path alone still serves gdb and perf
       }
