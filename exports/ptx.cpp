@@ -150,14 +150,19 @@ Expected<PtxModule> read_ptx_module(const void *data, std::size_t size, const st
   return m;
 }
 
-Expected<ObjectInfo> read_ptx(const void *data, std::size_t size, const std::string &name) {
-  auto m = read_ptx_module(data, size, name);
-  if (!m)
-    return m.take_error();
+ObjectInfo nvptx_object() {
   ObjectInfo info;
   info.format = Format::ELF;
   info.arch = Arch::NVPTX64;
   info.kind = FileKind::Object;
+  return info;
+}
+
+Expected<ObjectInfo> read_ptx(const void *data, std::size_t size, const std::string &name) {
+  auto m = read_ptx_module(data, size, name);
+  if (!m)
+    return m.take_error();
+  ObjectInfo info = nvptx_object();
   auto add = [&](const std::vector<std::string> &names, bool defined, bool function) {
     for (const std::string &n : names) {
       Symbol s;

@@ -28,6 +28,10 @@ bool looks_like_ptx(const void *data, std::size_t size);
 // declaration it cannot read (nvJitLink reports the rest).
 Expected<PtxModule> read_ptx_module(const void *data, std::size_t size, const std::string &name);
 
+// An empty object of NVIDIA's: ELF, nvptx64 (what PTX and fat binaries
+// read as).
+ObjectInfo nvptx_object();
+
 // The module as an object: ELF, nvptx64, its definitions and declarations.
 Expected<ObjectInfo> read_ptx(const void *data, std::size_t size, const std::string &name);
 

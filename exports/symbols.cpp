@@ -1,6 +1,7 @@
 #include "hotlink/symbols.h"
 #include "exports/object_file.h"
 #include "exports/recovery.h"
+#include "exports/fatbin.h"
 #include "exports/ptx.h"
 #include "exports/targets.h"
 
@@ -558,8 +559,11 @@ Expected<ObjectInfo> read_object_unguarded(const void *data, std::size_t size, c
   MemoryBufferRef buf(StringRef(static_cast<const char *>(data), size), name);
   if (looks_like_ptx(data, size))
     return read_ptx(data, size, name);
+  if (looks_like_fatbin(data, size))
+    return read_fatbin(data, size, name);
   if (!readable_magic(buf.getBuffer()))
-    return invalid(name, "not an ELF, COFF, Mach-O or wasm object, nor LLVM bitcode, PTX, nor an archive of them");
+    return invalid(name, "not an ELF, COFF, Mach-O or wasm object, nor LLVM bitcode, PTX, a CUDA fat binary, nor "
+                         "an archive of them");
   if (identify_magic(buf.getBuffer()) == file_magic::bitcode)
     return read_bitcode(buf, name);
   auto bin = createBinary(buf);

@@ -98,3 +98,19 @@ printf '\001NAME app.exe\nEXPORTS\n  _f@8\n  @g@4 @7\nHEAPSIZE 1024,512\nSTACKSI
 # Names that exercise each writer's refusals.
 printf 'f\000f_argv\000f_metadata\000a b\000x"y\000p*q\000#c\000DATA\000@o\000k=v\000l;m\000' \
   > "$out/fuzz_writers/hostile.names"
+
+# NVIDIA inputs: PTX, and where CUDA's fatbinary is installed, fat binaries
+# holding it (zstd-compressed, fatbinary's default, and plain).
+cat > device.cu <<'C'
+extern "C" __attribute__((device)) int __nvvm_read_ptx_sreg_tid_x();
+extern "C" __attribute__((global)) void scale(int *a, int k) { a[__nvvm_read_ptx_sreg_tid_x()] *= k; }
+C
+$clang -x cuda --cuda-device-only -S --cuda-gpu-arch=sm_90 -nocudainc -nocudalib -O2 -Wno-unknown-cuda-version \
+  device.cu -o device.ptx
+cp device.ptx "$out/fuzz_objects/"
+fatbinary=${CUDA_HOME:-/usr/local/cuda}/bin/fatbinary
+if [[ -x $fatbinary ]]; then
+  "$fatbinary" -64 --create=device.fatbin --image3=kind=ptx,sm=90,file=device.ptx
+  "$fatbinary" -64 --compress=false --create=device-plain.fatbin --image3=kind=ptx,sm=90,file=device.ptx
+  cp device.fatbin device-plain.fatbin "$out/fuzz_objects/"
+fi

@@ -3,7 +3,8 @@
 // offload's CUDA plugin runs it), a function declared in one module and
 // defined in another resolves (which ptxas alone cannot do), the cubin is
 // verified as the CUDA driver would load it, errors name the file and
-// line, and a second link is a cache hit. No GPU is needed; where
+// line, a fat binary links the image for the architecture asked, and a
+// second link is a cache hit. No GPU is needed; where
 // nvJitLink (or ptxas) is not installed the tests say so and skip.
 #include "hotlink/link_service.h"
 #include "linker/platforms/nvptx/nvjitlink.h"
@@ -60,15 +61,17 @@ std::string missing() {
   return lib ? "" : "nvJitLink is not installed: " + lib.error().message;
 }
 
-std::string ptxas() {
+// A CUDA toolkit program (ptxas, fatbinary), or "".
+std::string cuda_tool(const std::string &name) {
   for (std::string root : {std::string(std::getenv("CUDA_HOME") ? std::getenv("CUDA_HOME") : ""),
                            std::string("/usr/local/cuda")}) {
     struct stat st;
-    if (!root.empty() && ::stat((root + "/bin/ptxas").c_str(), &st) == 0)
-      return root + "/bin/ptxas";
+    if (!root.empty() && ::stat((root + "/bin/" + name).c_str(), &st) == 0)
+      return root + "/bin/" + name;
   }
   return {};
 }
+std::string ptxas() { return cuda_tool("ptxas"); }
 
 // PTX for `arch` from CUDA `source`, as clang's CUDA device compilation
 // writes it (-fgpu-rdc: functions another module calls stay external).
@@ -224,6 +227,61 @@ TEST(Nvptx, ASecondLinkIsACacheHitWithTheSameBytes) {
   LinkResult other = link_cubin(service, {{"kernels.ptx", ptx(kKernels, "sm_80")}}, "sm_80");
   ASSERT_TRUE(other.ok()) << other.error->to_string();
   EXPECT_EQ(other.cache, CacheUse::Miss);
+}
+
+// A fat binary as nvcc and fatbinary make them: sm_90 PTX (zstd-compressed,
+// fatbinary's default) and a relocatable sm_80 cubin. nvJitLink picks the
+// image for the link's architecture; the kernels and their resources are
+// those of linking that image alone, and an architecture it holds no image
+// for is refused before nvJitLink runs, naming what it holds.
+TEST(Nvptx, AFatBinaryLinksTheImageForTheArchitectureAsked) {
+  SKIP_WITHOUT_NVJITLINK();
+  std::string fatbinary = cuda_tool("fatbinary"), tool = ptxas();
+  if (fatbinary.empty() || tool.empty())
+    GTEST_SKIP() << "fatbinary or ptxas is not installed (CUDA_HOME/bin, /usr/local/cuda/bin)";
+  std::string dir = temp_dir();
+  Bytes ptx90 = ptx(kKernels, "sm_90"), ptx80 = ptx(kKernels, "sm_80");
+  write_file(dir + "/k90.ptx", ptx90);
+  write_file(dir + "/k80.ptx", ptx80);
+  test::Run c = run({tool, "-m64", "-O3", "--gpu-name", "sm_80", "-c", "--output-file", dir + "/k80.cubin",
+                     dir + "/k80.ptx"});
+  ASSERT_EQ(c.code, 0) << c.err;
+  test::Run f = run({fatbinary, "-64", "--create=" + dir + "/k.fatbin", "--image3=kind=ptx,sm=90,file=" + dir + "/k90.ptx",
+                     "--image3=kind=elf,sm=80,file=" + dir + "/k80.cubin"});
+  ASSERT_EQ(f.code, 0) << f.err;
+  Bytes fat = read_file(dir + "/k.fatbin");
+  LinkService service;
+  for (auto [arch, alone] : {std::pair<std::string, std::pair<std::string, Bytes>>{"sm_90", {"k90.ptx", ptx90}},
+                             {"sm_80", {"k80.cubin", read_file(dir + "/k80.cubin")}}}) {
+    SCOPED_TRACE(arch);
+    LinkResult r = link_cubin(service, {{"k.fatbin", fat}}, arch);
+    ASSERT_TRUE(r.ok()) << r.error->to_string();
+    std::vector<std::string> kernels = r.exports;
+    std::sort(kernels.begin(), kernels.end());
+    EXPECT_EQ(kernels, (std::vector<std::string>{"reverse", "scale"}));
+    // The image alone (for sm_80, ptxas -c's relocatable cubin: nvJitLink's
+    // CUBIN input; as its OBJECT it linked an empty cubin).
+    LinkResult direct = link_cubin(service, {alone}, arch);
+    ASSERT_TRUE(direct.ok()) << direct.error->to_string();
+    EXPECT_EQ(resources(direct.artifact).size(), 2u);
+    EXPECT_EQ(resources(r.artifact), resources(direct.artifact));
+    VerifyOptions options;
+    options.processor = arch;
+    options.expected_exports = {"scale", "reverse"};
+    auto v = verify_for_target(r.artifact, "k.cubin", kTriple, options);
+    EXPECT_TRUE(v.ok()) << v.error().to_string();
+  }
+  LinkResult none = link_cubin(service, {{"k.fatbin", fat}}, "sm_75");
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.error->code, ErrorCode::ArchMismatch) << none.error->to_string();
+  EXPECT_EQ(none.error->input, "k.fatbin");
+  EXPECT_NE(none.error->message.find("sm_90 PTX, sm_80 cubin"), std::string::npos) << none.error->to_string();
+  // Cut short: named, never handed to nvJitLink.
+  Bytes cut(fat.begin(), fat.begin() + fat.size() / 2);
+  LinkResult broken = link_cubin(service, {{"cut.fatbin", cut}}, "sm_90");
+  ASSERT_FALSE(broken.ok());
+  EXPECT_EQ(broken.error->code, ErrorCode::InvalidInput) << broken.error->to_string();
+  EXPECT_EQ(broken.error->input, "cut.fatbin");
 }
 
 TEST(Nvptx, WithoutNvJitLinkTheErrorSaysWhereItLookedAndWhatToInstall) {

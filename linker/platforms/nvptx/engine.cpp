@@ -6,7 +6,10 @@
 #include "linker/platforms/table.h"
 
 #include "base/clock.h"
+#include "exports/fatbin.h"
 #include "exports/ptx.h"
+
+#include "llvm/BinaryFormat/ELF.h"
 
 #include "llvm/Support/MemoryBuffer.h"
 
@@ -19,8 +22,12 @@ namespace {
 nvjitlink::InputKind kind_of(const std::vector<std::uint8_t> &b) {
   if (exports::looks_like_ptx(b.data(), b.size()))
     return nvjitlink::InputKind::Ptx;
-  if (b.size() >= 4 && b[0] == 0x50 && b[1] == 0xed && b[2] == 0x55 && b[3] == 0xba)
+  if (exports::looks_like_fatbin(b.data(), b.size()))
     return nvjitlink::InputKind::Fatbin;
+  // A cubin (EM_CUDA) is nvJitLink's CUBIN; its OBJECT is a host object
+  // carrying a fat binary, from which it would link nothing of a cubin.
+  if (b.size() >= 20 && b[0] == 0x7f && b[1] == 'E' && (b[18] | (b[19] << 8)) == llvm::ELF::EM_CUDA)
+    return nvjitlink::InputKind::Cubin;
   return nvjitlink::InputKind::Object;
 }
 

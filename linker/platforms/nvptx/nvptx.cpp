@@ -1,12 +1,13 @@
 // The NVIDIA platform (nvptx64-nvidia-cuda): a cubin for one SM
 // architecture, linked in-process by NVIDIA's nvJitLink (nvjitlink.h) from
-// PTX and relocatable cubins, as the CUDA driver loads it: the kernels as
+// PTX, relocatable cubins and fat binaries, as the CUDA driver loads it: the kernels as
 // exports, nothing left unresolved. nvJitLink is not lld: the platform
 // plans a job whose engine (engine() below) hands its inputs to nvJitLink.
 #include "linker/platforms/nvptx/cubin.h"
 #include "linker/platforms/nvptx/nvjitlink.h"
 #include "linker/platforms/table.h"
 
+#include "exports/fatbin.h"
 #include "exports/ptx.h"
 #include "linker/plan.h"
 
@@ -61,7 +62,54 @@ bool is_cuda_elf(const void *data, std::size_t size) {
          (b[18] | (b[19] << 8)) == llvm::ELF::EM_CUDA;
 }
 
-Expected<Built> read_built(const LoadedInput &l) {
+// The kernels of a relocatable cubin (ptxas -c, nvcc -rdc): its defined
+// functions.
+std::vector<std::string> cubin_functions(const exports::ObjectInfo &info) {
+  std::vector<std::string> out;
+  for (const exports::Symbol &s : info.symbols)
+    if (s.defined && s.function)
+      out.push_back(s.name);
+  return out;
+}
+
+// The image of a fat binary that nvJitLink takes for `sm`: a cubin of the
+// same major architecture and no later minor one (the CUDA driver's rule),
+// else the latest PTX not written for a later one.
+Expected<Built> read_fatbin_built(const LoadedInput &l, unsigned sm, const std::string &arch) {
+  auto images = exports::read_fatbin_images(l.data, l.size, l.display);
+  if (!images)
+    return images.take_error();
+  const exports::FatbinImage *cubin = nullptr, *ptx = nullptr;
+  std::string has;
+  for (const exports::FatbinImage &i : *images) {
+    bool is_ptx = i.kind == exports::FatbinImage::Kind::Ptx;
+    has += std::string(has.empty() ? "" : ", ") + "sm_" + std::to_string(i.sm) + (is_ptx ? " PTX" : " cubin");
+    if (is_ptx && i.sm <= sm && (!ptx || i.sm > ptx->sm))
+      ptx = &i;
+    if (!is_ptx && i.sm / 10 == sm / 10 && i.sm <= sm && (!cubin || i.sm > cubin->sm))
+      cubin = &i;
+  }
+  Built b;
+  b.display = l.display;
+  if (cubin) {
+    auto info = exports::read_object(cubin->bytes.data(), cubin->bytes.size(), l.display);
+    if (!info)
+      return info.take_error();
+    b.kernels = cubin_functions(*info);
+    return b;
+  }
+  if (!ptx)
+    return make_error(ErrorCode::ArchMismatch, "holds no image that runs as " + arch + " (it has " + has + ")",
+                      l.display, "--mcpu", "link it for an architecture it holds, or add an image for " + arch);
+  auto m = exports::read_ptx_module(ptx->bytes.data(), ptx->bytes.size(), l.display);
+  if (!m)
+    return m.take_error();
+  b.target = m->target;
+  b.kernels = m->kernels;
+  return b;
+}
+
+Expected<Built> read_built(const LoadedInput &l, unsigned sm, const std::string &arch) {
   Built b;
   b.display = l.display;
   if (exports::looks_like_ptx(l.data, l.size)) {
@@ -72,15 +120,15 @@ Expected<Built> read_built(const LoadedInput &l) {
     b.kernels = m->kernels;
     return b;
   }
+  if (exports::looks_like_fatbin(l.data, l.size))
+    return read_fatbin_built(l, sm, arch);
   if (is_cuda_elf(l.data, l.size)) {
-    // a relocatable cubin (ptxas -c, nvcc -rdc): its defined functions
-    for (const exports::Symbol &s : l.info.symbols)
-      if (s.defined && s.function)
-        b.kernels.push_back(s.name);
+    b.kernels = cubin_functions(l.info);
     return b;
   }
-  return make_error(ErrorCode::InvalidInput, "is neither PTX nor a CUDA object (a cubin ptxas -c made)", l.display,
-                    {}, "give PTX (clang -x cuda --cuda-device-only -S) or ptxas -c's relocatable cubin");
+  return make_error(ErrorCode::InvalidInput, "is neither PTX, a CUDA object (a cubin ptxas -c made) nor a fat binary",
+                    l.display, {},
+                    "give PTX (clang -x cuda --cuda-device-only -S), ptxas -c's relocatable cubin or a .fatbin");
 }
 
 class NvptxLink final : public PlatformLink {
@@ -109,7 +157,7 @@ public:
       if (l.archive())
         return make_error(ErrorCode::InvalidInput, "is an archive; hotlink links PTX and CUDA objects for NVIDIA",
                           l.display, {}, "give its members as inputs");
-      auto b = read_built(l);
+      auto b = read_built(l, sm_number(arch_), arch_);
       if (!b)
         return b.take_error();
       if (!b->target.empty() && sm_number(b->target) > sm_number(arch_))

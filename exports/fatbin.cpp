@@ -1,0 +1,136 @@
+#include "exports/fatbin.h"
+
+#include "exports/ptx.h"
+
+#include "llvm/Support/Compression.h"
+#include "llvm/Support/Error.h"
+
+#include <cstring>
+#include <map>
+
+namespace hotlink::exports {
+
+namespace {
+
+constexpr std::uint32_t kMagic = 0xBA55ED50;
+constexpr std::size_t kHeader = 16;      // the container's header
+constexpr std::size_t kImageHeader = 64; // an image's, at least
+constexpr std::uint16_t kPtx = 1, kElf = 2;
+constexpr std::uint64_t kZstd = 0x8000;   // the payload is zstd-compressed
+constexpr std::uint64_t kOlderLz = 0x2000; // CUDA 11's own compression
+constexpr std::uint64_t kMaxImage = std::uint64_t(1) << 30;
+
+template <class T> T read_le(const std::uint8_t *p) {
+  T v = 0;
+  for (std::size_t i = 0; i < sizeof(T); ++i)
+    v |= T(p[i]) << (8 * i);
+  return v;
+}
+
+Error bad(const std::string &name, const std::string &what) {
+  return make_error(ErrorCode::InvalidInput, "is not a fat binary hotlink can read: " + what, name, {},
+                    "make it with CUDA 12 or 13's fatbinary, or give its PTX or cubins as inputs");
+}
+
+// One image at `p` (`left` bytes to the container's end): its header size
+// and payload size through `used`.
+Expected<FatbinImage> read_image(const std::uint8_t *p, std::uint64_t left, const std::string &name,
+                                 std::uint64_t &used) {
+  if (left < kImageHeader)
+    return bad(name, "an image header is cut short");
+  std::uint16_t kind = read_le<std::uint16_t>(p);
+  std::uint32_t header = read_le<std::uint32_t>(p + 4);
+  std::uint64_t padded = read_le<std::uint64_t>(p + 8);
+  std::uint32_t compressed = read_le<std::uint32_t>(p + 16);
+  std::uint32_t sm = read_le<std::uint32_t>(p + 28);
+  std::uint64_t flags = read_le<std::uint64_t>(p + 40);
+  std::uint64_t plain = read_le<std::uint64_t>(p + 56);
+  if (header < kImageHeader || header > left || padded > left - header)
+    return bad(name, "an image runs past the end of its container");
+  used = header + padded;
+  if (kind != kPtx && kind != kElf)
+    return bad(name, "an image of kind " + std::to_string(kind) + " (neither PTX nor a cubin)");
+  FatbinImage image{kind == kPtx ? FatbinImage::Kind::Ptx : FatbinImage::Kind::Cubin, sm, {}};
+  const std::uint8_t *payload = p + header;
+  if (flags & kOlderLz)
+    return bad(name, "the sm_" + std::to_string(sm) + " image uses CUDA 11's compression");
+  if (!(flags & kZstd)) {
+    image.bytes.assign(payload, payload + padded);
+    if (image.kind == FatbinImage::Kind::Ptx) // PTX is padded with NULs
+      while (!image.bytes.empty() && image.bytes.back() == 0)
+        image.bytes.pop_back();
+    return image;
+  }
+  if (compressed > padded || plain > kMaxImage)
+    return bad(name, "the sm_" + std::to_string(sm) + " image's sizes do not hold together");
+  if (!llvm::compression::zstd::isAvailable())
+    return bad(name, "its images are zstd-compressed and this LLVM has no zstd");
+  llvm::SmallVector<std::uint8_t, 0> out;
+  if (llvm::Error e = llvm::compression::zstd::decompress(llvm::ArrayRef<std::uint8_t>(payload, compressed), out,
+                                                          static_cast<std::size_t>(plain)))
+    return bad(name, "the sm_" + std::to_string(sm) + " image does not decompress: " + llvm::toString(std::move(e)));
+  image.bytes.assign(out.begin(), out.end());
+  return image;
+}
+
+} // namespace
+
+bool looks_like_fatbin(const void *data, std::size_t size) {
+  return size >= kHeader && read_le<std::uint32_t>(static_cast<const std::uint8_t *>(data)) == kMagic;
+}
+
+Expected<std::vector<FatbinImage>> read_fatbin_images(const void *data, std::size_t size, const std::string &name) {
+  const auto *p = static_cast<const std::uint8_t *>(data);
+  std::vector<FatbinImage> images;
+  std::uint64_t at = 0;
+  while (at < size) {
+    if (size - at < kHeader || read_le<std::uint32_t>(p + at) != kMagic)
+      return bad(name, "bytes after its last container are not another one");
+    std::uint16_t version = read_le<std::uint16_t>(p + at + 4), header = read_le<std::uint16_t>(p + at + 6);
+    std::uint64_t body = read_le<std::uint64_t>(p + at + 8);
+    if (version != 1 || header != kHeader)
+      return bad(name, "a container of version " + std::to_string(version) + " (header " + std::to_string(header) +
+                           " bytes)");
+    if (body > size - at - kHeader)
+      return bad(name, "a container runs past the end of the file");
+    const std::uint8_t *q = p + at + kHeader;
+    for (std::uint64_t off = 0; off < body;) {
+      std::uint64_t used = 0;
+      auto image = read_image(q + off, body - off, name, used);
+      if (!image)
+        return image.take_error();
+      images.push_back(std::move(*image));
+      off += used;
+    }
+    at += kHeader + body;
+  }
+  if (images.empty())
+    return bad(name, "it holds no image");
+  return images;
+}
+
+Expected<ObjectInfo> read_fatbin(const void *data, std::size_t size, const std::string &name) {
+  auto images = read_fatbin_images(data, size, name);
+  if (!images)
+    return images.take_error();
+  ObjectInfo info = nvptx_object();
+  std::map<std::string, std::size_t> at; // each name once; a definition wins over a declaration
+  for (const FatbinImage &image : *images) {
+    std::string what = name + " (sm_" + std::to_string(image.sm) +
+                       (image.kind == FatbinImage::Kind::Ptx ? " PTX)" : " cubin)");
+    auto one = image.kind == FatbinImage::Kind::Ptx ? read_ptx(image.bytes.data(), image.bytes.size(), what)
+                                                    : read_object(image.bytes.data(), image.bytes.size(), what);
+    if (!one)
+      return one.take_error();
+    for (Symbol &s : one->symbols) {
+      auto [it, fresh] = at.emplace(s.name, info.symbols.size());
+      if (fresh)
+        info.symbols.push_back(std::move(s));
+      else if (s.defined && !info.symbols[it->second].defined)
+        info.symbols[it->second] = std::move(s);
+    }
+  }
+  return info;
+}
+
+} // namespace hotlink::exports

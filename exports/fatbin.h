@@ -1,0 +1,37 @@
+// Internal. Reading CUDA fat binaries (fatbinary's .fatbin, the
+// .nv_fatbin section nvcc embeds): a container of PTX and cubin images,
+// each for one SM architecture, which nvJitLink takes whole and picks
+// from. NVIDIA documents no layout; this reads the one CUDA 12 and 13's
+// fatbinary write (checked against it at test time): a 16-byte header
+// (magic 0xBA55ED50, version 1, its own size, the size of what follows),
+// then per image a header (kind, header size, payload size, compressed
+// size, SM, flags, uncompressed size) and the payload, zstd-compressed
+// when flag 0x8000 is set. Several containers may follow one another.
+#pragma once
+
+#include "hotlink/symbols.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace hotlink::exports {
+
+struct FatbinImage {
+  enum class Kind { Ptx, Cubin } kind;
+  unsigned sm = 0;                 // the SM architecture it is for: 90 for sm_90
+  std::vector<std::uint8_t> bytes; // uncompressed (PTX: its text)
+};
+
+bool looks_like_fatbin(const void *data, std::size_t size);
+
+// Every image; an error names the input and what is wrong (a truncated
+// header or payload, a compression this cannot read).
+Expected<std::vector<FatbinImage>> read_fatbin_images(const void *data, std::size_t size, const std::string &name);
+
+// The container as an object: ELF, nvptx64, what its images define and
+// declare (each name once).
+Expected<ObjectInfo> read_fatbin(const void *data, std::size_t size, const std::string &name);
+
+} // namespace hotlink::exports
