@@ -1,6 +1,8 @@
 // hotlink exports: what a link would export, or the export file itself.
 #include "tools/cli.h"
 
+#include "exports/fatbin.h"
+#include "exports/ptx.h"
 #include "exports/writers.h"
 #include "linker/verify.h"
 
@@ -26,6 +28,32 @@ struct Inputs {
   std::vector<hotlink::ExportDetails> described;
 };
 
+// NVIDIA inputs: the kernels (PTX's .entry; a cubin's, with the resources
+// its sections record), each with the architecture it is for. A fat
+// binary lists each image's.
+void describe_nvidia(const std::vector<std::uint8_t> &bytes, const std::string &path,
+                     std::vector<hotlink::ExportDetails> &out) {
+  auto add = [&](const std::uint8_t *data, std::size_t size) {
+    if (looks_like_ptx(data, size)) {
+      if (auto m = read_ptx_module(data, size, path))
+        for (const std::string &k : m->kernels)
+          out.push_back({k, {{"ptx_target", m->target}}});
+      return;
+    }
+    if (auto d = hotlink::describe_artifact(std::vector<std::uint8_t>(data, data + size), path))
+      for (hotlink::ExportDetails &e : d->exports) {
+        for (const auto &[k, v] : d->properties)
+          e.properties.insert(e.properties.begin(), {k, v});
+        out.push_back(std::move(e));
+      }
+  };
+  if (!looks_like_fatbin(bytes.data(), bytes.size()))
+    return add(bytes.data(), bytes.size());
+  if (auto images = read_fatbin_images(bytes.data(), bytes.size(), path))
+    for (const FatbinImage &i : *images)
+      add(i.bytes.data(), i.bytes.size());
+}
+
 // Reads every input; on failure prints the error and returns nothing.
 std::optional<Inputs> read_inputs(const std::vector<std::string> &paths) {
   Inputs in;
@@ -45,7 +73,9 @@ std::optional<Inputs> read_inputs(const std::vector<std::string> &paths) {
     }
     in.infos.push_back(std::move(info.value()));
     std::vector<std::uint8_t> bytes((*buf)->getBufferStart(), (*buf)->getBufferEnd());
-    if (auto d = hotlink::describe_artifact(bytes, path))
+    if (in.infos.back().arch == Arch::NVPTX64)
+      describe_nvidia(bytes, path, in.described);
+    else if (auto d = hotlink::describe_artifact(bytes, path))
       for (hotlink::ExportDetails &e : d->exports)
         in.described.push_back(std::move(e));
   }

@@ -250,6 +250,13 @@ TEST(Nvptx, AFatBinaryLinksTheImageForTheArchitectureAsked) {
                      "--image3=kind=elf,sm=80,file=" + dir + "/k80.cubin"});
   ASSERT_EQ(f.code, 0) << f.err;
   Bytes fat = read_file(dir + "/k.fatbin");
+  // `hotlink exports` lists each image's kernels, as it does PTX's.
+  for (const std::string &input : {std::string("k.fatbin"), std::string("k90.ptx")}) {
+    test::Run e = run({bin_dir() + "/hotlink", "exports", dir + "/" + input});
+    ASSERT_EQ(e.code, 0) << e.err;
+    EXPECT_NE(e.out.find("reverse  ptx_target=sm_90\n"), std::string::npos) << e.out;
+    EXPECT_EQ(e.out.find("sm_80") != std::string::npos, input == "k.fatbin") << e.out;
+  }
   LinkService service;
   for (auto [arch, alone] : {std::pair<std::string, std::pair<std::string, Bytes>>{"sm_90", {"k90.ptx", ptx90}},
                              {"sm_80", {"k80.cubin", read_file(dir + "/k80.cubin")}}}) {
