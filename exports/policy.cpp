@@ -2,7 +2,6 @@
 
 #include "exports/names.h"
 
-#include "llvm/Demangle/Demangle.h"
 #include "llvm/Support/GlobPattern.h"
 
 #include <algorithm>
@@ -59,8 +58,6 @@ std::string_view undecorated(Format format, Arch arch, std::string_view sym) {
 std::string undecorate(Format format, Arch arch, const std::string &sym) {
   return std::string(undecorated(format, arch, sym));
 }
-
-std::string demangle(const std::string &name) { return llvm::demangle(name); }
 
 namespace {
 

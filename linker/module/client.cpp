@@ -151,4 +151,33 @@ std::string lld_version() {
   return table ? (*table)->lld_version() : std::string();
 }
 
+// Empty when the module cannot load: nothing can be linked then.
+std::vector<std::string> supported_targets() {
+  auto table = linker_module::linker();
+  return table ? (*table)->supported_targets() : std::vector<std::string>();
+}
+
+std::string triple_for(exports::Format format, exports::Arch arch) {
+  auto table = linker_module::linker();
+  return table ? (*table)->triple_for(format, arch) : std::string();
+}
+
+namespace exports {
+
+// Inputs are the linker's to read (LLVM's object and bitcode readers).
+Expected<ObjectInfo> read_object(const void *data, std::size_t size, const std::string &name, bool branch_info) {
+  auto table = linker_module::linker();
+  if (!table)
+    return table.take_error();
+  return (*table)->read_object(data, size, name, branch_info);
+}
+
+// LLVM's demanglers are the module's; the name itself when it cannot load.
+std::string demangle(const std::string &name) {
+  auto table = linker_module::linker();
+  return table ? (*table)->demangle(name) : name;
+}
+
+} // namespace exports
+
 } // namespace hotlink

@@ -83,6 +83,25 @@ std::string lld() {
   return contained<std::string>([] { return hotlink::lld_version(); }, [](Error) { return std::string(); });
 }
 
+Expected<exports::ObjectInfo> object_of(const void *data, std::size_t size, const std::string &name,
+                                        bool branch_info) {
+  return contained<Expected<exports::ObjectInfo>>(
+      [&] { return exports::read_object(data, size, name, branch_info); }, as_expected<exports::ObjectInfo>);
+}
+
+std::string demangled(const std::string &name) {
+  return contained<std::string>([&] { return exports::demangle(name); }, [&](Error) { return name; });
+}
+
+std::vector<std::string> targets() {
+  return contained<std::vector<std::string>>([] { return hotlink::supported_targets(); },
+                                             [](Error) { return std::vector<std::string>(); });
+}
+
+std::string triple_of(exports::Format format, exports::Arch arch) {
+  return contained<std::string>([&] { return hotlink::triple_for(format, arch); }, [](Error) { return std::string(); });
+}
+
 } // namespace
 
 } // namespace hotlink::linker_module
@@ -90,6 +109,7 @@ std::string lld() {
 extern "C" __attribute__((visibility("default"))) const hotlink::linker_module::Table *hotlink_linker_module_v1() {
   using namespace hotlink::linker_module;
   static const Table table{stamp(HOTLINK_VERSION_STRING), create_service, destroy_service, link, submit, key_of,
-                           stats_of, usable, llvm_options, artifact_of, verify_target, lld};
+                           stats_of, usable, llvm_options, artifact_of, verify_target, lld,
+                           object_of, targets, triple_of, demangled};
   return &table;
 }

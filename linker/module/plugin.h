@@ -16,8 +16,10 @@
 #pragma once
 
 #include "hotlink/cache.h"
+#include "hotlink/export_policy.h"
 #include "hotlink/link.h"
 #include "hotlink/link_service.h"
+#include "hotlink/symbols.h"
 #include "hotlink/verify.h"
 
 #include <cstddef>
@@ -34,14 +36,14 @@ inline constexpr const char *kEnv = "HOTLINK_LINKER_MODULE";
 // What must match between the two sides.
 struct Stamp {
   const char *version; // hotlink's version
-  std::size_t sizes[7];
+  std::size_t sizes[8];
   bool operator==(const Stamp &o) const;
 };
 
 inline Stamp stamp(const char *version) {
   return {version,
           {sizeof(LinkRequest), sizeof(LinkResult), sizeof(ServiceConfig), sizeof(cache::Artifact),
-           sizeof(VerifyOptions), sizeof(Verified), sizeof(Error)}};
+           sizeof(VerifyOptions), sizeof(Verified), sizeof(Error), sizeof(exports::ObjectInfo)}};
 }
 
 inline bool Stamp::operator==(const Stamp &o) const {
@@ -70,6 +72,13 @@ struct Table {
   Expected<Verified> (*verify_for_target)(const std::vector<std::uint8_t> &bytes, const std::string &name,
                                           const std::string &target, const VerifyOptions &options);
   std::string (*lld_version)();
+  // What reads inputs and names targets (symbols.h, link.h): LLVM's object
+  // and bitcode readers, the platform table.
+  Expected<exports::ObjectInfo> (*read_object)(const void *data, std::size_t size, const std::string &name,
+                                               bool branch_info);
+  std::vector<std::string> (*supported_targets)();
+  std::string (*triple_for)(exports::Format format, exports::Arch arch);
+  std::string (*demangle)(const std::string &name);
 };
 
 // The module's table, loaded once per process by the runtime (client.cpp);
