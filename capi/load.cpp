@@ -1,6 +1,6 @@
 // The C API's loader and hot module (hotlink/load.h, hotlink/hot_module.h).
 #include "capi/objects.h"
-#include "linker/verify.h"
+#include "hotlink/verify_target.h"
 
 #include <new>
 

@@ -1,4 +1,4 @@
-#include "linker/verify.h"
+#include "hotlink/verify_target.h"
 
 #include "linker/platforms/platform.h"
 

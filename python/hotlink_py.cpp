@@ -3,14 +3,15 @@
 // them verified and hot-reload them. Addresses come back as ints for
 // ctypes. Every failure is a hotlink.Error carrying hotlink's code; links,
 // cache look-ups and loads run without the GIL.
+#include "python/bindings.h"
+
 #include "hotlink/cache.h"
 #include "hotlink/link.h"
 #include "hotlink/link_service.h"
-#include "linker/verify.h"
+#include "hotlink/verify_target.h"
 #include "hotlink/hot_module.h"
 #include "hotlink/cache_entry.h"
 #include "hotlink/load.h"
-#include "hotlink/rebuild.h"
 
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -23,28 +24,13 @@
 
 namespace py = pybind11;
 using namespace hotlink;
+using namespace hotlink::python;
 
 namespace {
 
-// --- Errors -----------------------------------------------------------------
-
-PyObject *error_type = nullptr; // hotlink.Error
-
-// A hotlink.Error instance, to raise or to return (Rebuilder.last_error).
-py::object error_object(const Error &e) {
-  py::object type = py::reinterpret_borrow<py::object>(error_type);
-  py::object exc = type(e.to_string());
-  exc.attr("code") = to_string(e.code);
-  exc.attr("message") = e.message;
-  exc.attr("input") = e.input;
-  exc.attr("symbol") = e.symbol;
-  exc.attr("hint") = e.hint;
-  return exc;
-}
-
-[[noreturn]] void raise(const Error &e) {
-  PyErr_SetObject(error_type, error_object(e).ptr());
-  throw py::error_already_set();
+Linker &default_linker() {
+  static Linker *linker = new Linker(); // never destroyed: lives until exit
+  return *linker;
 }
 
 template <class T> T take(Expected<T> e) {
@@ -63,39 +49,6 @@ py::bytes to_bytes(const std::vector<std::uint8_t> &v) {
 }
 
 // --- Linking -------------------------------------------------------------------
-
-// One service per process unless the caller makes its own Linker: lld is
-// one context per process anyway.
-struct Linker {
-  std::shared_ptr<LinkService> service;
-  explicit Linker(std::shared_ptr<cache::Cache> cache = nullptr) {
-    ServiceConfig config;
-    config.cache = std::move(cache);
-    service = std::make_shared<LinkService>(std::move(config));
-  }
-};
-
-Linker &default_linker() {
-  static Linker *linker = new Linker(); // never destroyed: lives until exit
-  return *linker;
-}
-
-exports::ExportPolicy policy_of(const std::string &policy, const std::vector<std::string> &exports) {
-  exports::ExportPolicy p;
-  if (policy == "entry-points")
-    p.mode = exports::ExportPolicy::Mode::EntryPoints;
-  else if (policy == "all")
-    p.mode = exports::ExportPolicy::Mode::All;
-  else if (policy == "list")
-    p.mode = exports::ExportPolicy::Mode::List;
-  else if (policy == "none")
-    p.mode = exports::ExportPolicy::Mode::None;
-  else
-    raise(make_error(ErrorCode::BadRequest, "unknown export policy '" + policy + "'", {}, "policy",
-                     "use entry-points, all, list or none"));
-  p.names = exports;
-  return p;
-}
 
 // objects: bytes (named input0.o, ...), str or os.PathLike (a file), or a
 // (name, bytes) pair.
@@ -214,11 +167,6 @@ struct Cache {
 };
 
 // --- Hot reload -------------------------------------------------------------------
-
-struct Module {
-  std::unique_ptr<loader::HotModule> module = std::make_unique<loader::HotModule>();
-  std::vector<std::string> names; // by slot
-};
 
 struct Pin {
   loader::HotModule::Pin pin;
@@ -513,74 +461,11 @@ void bind_hot_reload(py::module_ &m) {
            "that version (use pin() otherwise).");
 }
 
-struct PyRebuilder {
-  std::unique_ptr<rebuild::Rebuilder> rb;
-  rebuild::Rebuilder &get() const {
-    if (!rb)
-      raise(make_error(ErrorCode::BadRequest, "the rebuilder was closed", {}, {}, "make another"));
-    return *rb;
-  }
-};
-
-void bind_rebuild(py::module_ &m) {
-  py::class_<PyRebuilder>(m, "Rebuilder",
-                          "Watches a module's sources (and the headers they include), recompiles what changed "
-                          "with the compilation database's command, links in-process and reloads the module. "
-                          "A compile error or a refused link keeps the old version serving (last_error).")
-      .def(py::init([](Module &mod, const std::string &compile_commands, const std::vector<std::string> &sources,
-                       const std::vector<std::string> &exports, const std::string &policy,
-                       const std::optional<std::string> &target, const std::vector<std::string> &libraries,
-                       const py::object &linker, const std::string &name) {
-             rebuild::Options o;
-             o.compile_commands = compile_commands;
-             o.sources = sources;
-             o.request.exports = policy_of(!exports.empty() && policy == "entry-points" ? "list" : policy, exports);
-             o.request.target = target.value_or("");
-             o.request.libraries = libraries;
-             o.name = name;
-             LinkService &service = linker.is_none() ? *default_linker().service : *linker.cast<Linker &>().service;
-             py::gil_scoped_release unlocked; // the first build runs here
-             return PyRebuilder{std::make_unique<rebuild::Rebuilder>(*mod.module, service, std::move(o))};
-           }),
-           py::arg("module"), py::arg("compile_commands"), py::arg("sources"),
-           py::arg("exports") = std::vector<std::string>{}, py::arg("policy") = "entry-points",
-           py::arg("target") = py::none(), py::arg("libraries") = std::vector<std::string>{},
-           py::arg("linker") = py::none(), py::arg("name") = "module.so", py::keep_alive<1, 2>(),
-           py::keep_alive<1, 9>())
-      .def_property_readonly("rebuilds", [](const PyRebuilder &r) { return r.get().rebuilds(); })
-      .def_property_readonly("failures", [](const PyRebuilder &r) { return r.get().failures(); })
-      .def_property_readonly("compiles", [](const PyRebuilder &r) { return r.get().compiles(); })
-      .def_property_readonly(
-          "last_error",
-          [](const PyRebuilder &r) -> py::object {
-            auto e = r.get().last_error();
-            return e ? error_object(*e) : py::none();
-          },
-          "None, or the hotlink.Error of the last build (a compile error names FILE:LINE).")
-      .def(
-          "wait",
-          [](const PyRebuilder &r, std::uint64_t seen, double timeout) {
-            rebuild::Rebuilder &rb = r.get();
-            py::gil_scoped_release unlocked;
-            return rb.wait_past(seen, std::chrono::milliseconds(static_cast<long long>(timeout * 1000)));
-          },
-          py::arg("seen"), py::arg("timeout") = 30.0,
-          "Waits until rebuilds + failures exceeds `seen`; returns whether it did within `timeout` seconds.")
-      .def(
-          "close",
-          [](PyRebuilder &r) {
-            py::gil_scoped_release unlocked;
-            r.rb.reset();
-          },
-          "Stops watching.");
-}
-
 } // namespace
 
 PYBIND11_MODULE(hotlink, m) {
   m.doc() = "Link JIT object files into shared objects in-process with lld, cache them, load them verified.";
-  static py::exception<std::runtime_error> error_class(m, "Error");
-  error_type = error_class.ptr();
+  static py::exception<std::runtime_error> error(m, "Error");
   m.attr("Error").attr("__doc__") =
       "A hotlink failure: .code ('invalid-input', 'undefined-symbol', ...), .message, .input, .symbol, .hint.";
 
@@ -594,5 +479,13 @@ PYBIND11_MODULE(hotlink, m) {
   bind_linking(m);
   bind_cache_and_loading(m);
   bind_hot_reload(m);
-  bind_rebuild(m);
+  m.def("_default_linker", &default_linker, py::return_value_policy::reference,
+        "The process's Linker, for the functions called without one.");
+  // hotlink.Rebuilder lives in `_hotlink_rebuild` (bindings.h: its
+  // libraries are libclang-cpp and libLLVM), imported on first use.
+  m.def("__getattr__", [](const std::string &name) -> py::object {
+    if (name == "Rebuilder")
+      return py::module_::import("_hotlink_rebuild").attr("Rebuilder");
+    throw py::attribute_error("module 'hotlink' has no attribute '" + name + "'");
+  });
 }

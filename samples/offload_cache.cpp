@@ -16,7 +16,7 @@
 // it, and checks that both images are the same bytes. No GPU is needed.
 #include "hotlink/link.h"
 #include "hotlink/link_service.h"
-#include "linker/verify.h"
+#include "hotlink/verify_target.h"
 #include "hotlink/cache.h"
 
 #include "llvm/Bitcode/BitcodeWriter.h"

@@ -20,7 +20,7 @@
 #include "hotlink/cache.h"
 #include "hotlink/link.h"
 #include "hotlink/link_service.h"
-#include "linker/verify.h"
+#include "hotlink/verify_target.h"
 
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/LLVMContext.h"

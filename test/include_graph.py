@@ -30,7 +30,7 @@ OWNER = {
     "cache.h": "cache", "remote_cache.h": "cache",
     "load.h": "loader", "state_carry.h": "loader", "forward.h": "loader",
     "hot_module.h": "loader", "cache_entry.h": "loader",
-    "link.h": "linker", "link_service.h": "linker",
+    "link.h": "linker", "link_service.h": "linker", "verify_target.h": "linker",
     "rebuild.h": "rebuild",
     "hotlink.h": None, "state.h": None,
 }

@@ -4,7 +4,7 @@
 #include "exports/fatbin.h"
 #include "exports/ptx.h"
 #include "exports/writers.h"
-#include "linker/verify.h"
+#include "hotlink/verify_target.h"
 
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"

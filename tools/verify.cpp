@@ -3,7 +3,7 @@
 #include "tools/cli.h"
 
 #include "loader/halide_abi.h"
-#include "linker/verify.h"
+#include "hotlink/verify_target.h"
 #include "hotlink/load.h"
 #include "hotlink/signature.h"
 

@@ -5,7 +5,7 @@
 // (the CLI, the tests) get the real definitions instead.
 #include "base/own_module.h"
 #include "linker/module/plugin.h"
-#include "linker/verify.h"
+#include "hotlink/verify_target.h"
 
 #include <mutex>
 
@@ -143,6 +143,20 @@ Expected<Verified> verify_for_target(const std::vector<std::uint8_t> &bytes, con
   if (!table)
     return table.take_error();
   return (*table)->verify_for_target(bytes, name, target, options);
+}
+
+Expected<ArtifactDescription> describe_artifact(const std::vector<std::uint8_t> &bytes, const std::string &name) {
+  auto table = linker_module::linker();
+  if (!table)
+    return table.take_error();
+  return (*table)->describe_artifact(bytes, name);
+}
+
+Expected<bool> loads_here(const std::string &target) {
+  auto table = linker_module::linker();
+  if (!table)
+    return table.take_error();
+  return (*table)->loads_here(target);
 }
 
 // lld's own answer; "" when the module cannot load.

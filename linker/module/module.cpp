@@ -1,7 +1,7 @@
 // libhotlink-linker.so's entry point (plugin.h): the linker behind the
 // table the runtime calls. Only hotlink_linker_module_v1 leaves the module.
 #include "linker/module/plugin.h"
-#include "linker/verify.h"
+#include "hotlink/verify_target.h"
 
 #include <exception>
 
@@ -93,6 +93,15 @@ std::string demangled(const std::string &name) {
   return contained<std::string>([&] { return exports::demangle(name); }, [&](Error) { return name; });
 }
 
+Expected<ArtifactDescription> described(const std::vector<std::uint8_t> &bytes, const std::string &name) {
+  return contained<Expected<ArtifactDescription>>([&] { return hotlink::describe_artifact(bytes, name); },
+                                                  as_expected<ArtifactDescription>);
+}
+
+Expected<bool> loads(const std::string &target) {
+  return contained<Expected<bool>>([&] { return hotlink::loads_here(target); }, as_expected<bool>);
+}
+
 std::vector<std::string> targets() {
   return contained<std::vector<std::string>>([] { return hotlink::supported_targets(); },
                                              [](Error) { return std::vector<std::string>(); });
@@ -110,6 +119,6 @@ extern "C" __attribute__((visibility("default"))) const hotlink::linker_module::
   using namespace hotlink::linker_module;
   static const Table table{stamp(HOTLINK_VERSION_STRING), create_service, destroy_service, link, submit, key_of,
                            stats_of, usable, llvm_options, artifact_of, verify_target, lld,
-                           object_of, targets, triple_of, demangled};
+                           object_of, targets, triple_of, demangled, described, loads};
   return &table;
 }

@@ -21,6 +21,7 @@
 #include "hotlink/link_service.h"
 #include "hotlink/symbols.h"
 #include "hotlink/verify.h"
+#include "hotlink/verify_target.h"
 
 #include <cstddef>
 #include <future>
@@ -79,6 +80,9 @@ struct Table {
   std::vector<std::string> (*supported_targets)();
   std::string (*triple_for)(exports::Format format, exports::Arch arch);
   std::string (*demangle)(const std::string &name);
+  // verify_target.h's other functions: they need the platform table.
+  Expected<ArtifactDescription> (*describe_artifact)(const std::vector<std::uint8_t> &bytes, const std::string &name);
+  Expected<bool> (*loads_here)(const std::string &target);
 };
 
 // The module's table, loaded once per process by the runtime (client.cpp);

@@ -23,7 +23,7 @@
 #include "hotlink/symbols.h"
 #include "linker/job.h"
 #include "hotlink/link.h"
-#include "linker/verify.h"
+#include "hotlink/verify_target.h"
 #include "hotlink/verify.h"
 
 #include "llvm/Support/MemoryBuffer.h"

@@ -2,7 +2,7 @@
 // by ROCm's comgr, disassembled by llvm-objdump, verified as the HSA loader
 // would, refused by name, and cached. No GPU is needed.
 #include "hotlink/link_service.h"
-#include "linker/verify.h"
+#include "hotlink/verify_target.h"
 #include "support.h"
 
 #include <gtest/gtest.h>

@@ -8,7 +8,7 @@
 // nvJitLink (or ptxas) is not installed the tests say so and skip.
 #include "hotlink/link_service.h"
 #include "linker/platforms/nvptx/nvjitlink.h"
-#include "linker/verify.h"
+#include "hotlink/verify_target.h"
 #include "support.h"
 
 #include <gtest/gtest.h>

@@ -173,13 +173,21 @@ class Cache(unittest.TestCase):
             lib = second.load()  # keep it: closing the Library unmaps the code
             self.assertEqual(SCALE(lib.symbol("scale"))(3), 21)
             # Another process with the same key: a hit, and no producer runs.
-            script = ("import hotlink, sys\n"
+            # It loads and calls the pipeline and maps nothing of the linker
+            # (the package sits on libhotlink.so; lld, LLVM and clang load
+            # on a first link, the Rebuilder's on its first use).
+            script = ("import ctypes, hotlink, sys\n"
                       "e = hotlink.Cache(sys.argv[1]).get_or_build('scale:v7', lambda: sys.exit(3))\n"
-                      "print('hit' if e.hit else 'miss')\n")
+                      "lib = e.load()\n"
+                      "f = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int)(lib.symbol('scale'))\n"
+                      "maps = open('/proc/self/maps').read()\n"
+                      "heavy = [p for p in ('libLLVM', 'libclang-cpp', 'liblld', 'libhotlink-linker',\n"
+                      "                     'libhotlink-rebuild') if p in maps]\n"
+                      "print('hit' if e.hit else 'miss', f(5), heavy)\n")
             out = subprocess.run([sys.executable, "-c", script, os.path.join(d, "cache")],
                                  capture_output=True, text=True, env=os.environ)
             self.assertEqual(out.returncode, 0, out.stderr)
-            self.assertEqual(out.stdout.strip(), "hit")
+            self.assertEqual(out.stdout.strip(), "hit 35 []")
             self.assertEqual(cache.stats()["hits"], 2)
 
     def test_a_producer_exception_comes_back_and_nothing_is_stored(self):

@@ -21,18 +21,18 @@ namespace hotlink {
 // arch replace the host's, imports are not resolved, and the target's
 // platform checks follow. Errors name the artifact (BadRequest naming
 // --target for an unknown triple).
-Expected<hotlink::Verified> verify_for_target(const std::vector<std::uint8_t> &bytes, const std::string &name,
+HOTLINK_API Expected<hotlink::Verified> verify_for_target(const std::vector<std::uint8_t> &bytes, const std::string &name,
                                              const std::string &target, hotlink::VerifyOptions options = {});
 
 // What an artifact's own metadata says of it and of each entry point, in
 // the metadata's order (a GPU code object: "target_id" = "gfx90a",
 // "code_object_version" = "4"; each kernel's "kernarg_segment_size" =
 // "20", ...).
-struct ExportDetails {
+struct HOTLINK_API ExportDetails {
   std::string name;
   std::vector<std::pair<std::string, std::string>> properties;
 };
-struct ArtifactDescription {
+struct HOTLINK_API ArtifactDescription {
   std::vector<std::pair<std::string, std::string>> properties;
   std::vector<ExportDetails> exports;
 };
@@ -41,10 +41,10 @@ struct ArtifactDescription {
 // objects: the header's target ID and code object version, and each
 // kernel of the NT_AMDGPU_METADATA note); empty for formats that describe
 // nothing. Errors name the input.
-Expected<ArtifactDescription> describe_artifact(const std::vector<std::uint8_t> &bytes, const std::string &name);
+HOTLINK_API Expected<ArtifactDescription> describe_artifact(const std::vector<std::uint8_t> &bytes, const std::string &name);
 
 // Whether `target` ("" = this host) is linked to this host's format and
 // arch, so that its artifacts can be loaded here.
-Expected<bool> loads_here(const std::string &target);
+HOTLINK_API Expected<bool> loads_here(const std::string &target);
 
 } // namespace hotlink
