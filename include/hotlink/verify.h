@@ -1,6 +1,6 @@
 // Verifying an artifact before anything maps it: beneath both the loader
 // (which maps only what passed) and the linker (which checks artifacts for
-// targets this host cannot load, linker/verify.h).
+// targets this host cannot load, hotlink/verify_target.h).
 //
 // Contract: verify() reads an artifact's bytes and never maps them: it
 // refuses what is not a shared object of the host's format and
@@ -40,12 +40,12 @@ struct HOTLINK_API VerifyOptions {
   // The format and arch the artifact must have; Unknown = this host's.
   // For an artifact of another target (a DLL on the Linux host that linked
   // it), nothing is resolved against this process (check_imports is not
-  // applied): linker/verify.h adds that target's own structural checks.
+  // applied): hotlink/verify_target.h adds that target's own structural checks.
   exports::Format format = exports::Format::Unknown;
   exports::Arch arch = exports::Arch::Unknown;
   // For targets whose artifacts are built for one processor (a GPU code
   // object: an AMD target ID such as "gfx90a:xnack+"): the processor the
-  // artifact must run on. Checked by linker/verify.h's verify_for_target.
+  // artifact must run on. Checked by verify_for_target (hotlink/verify_target.h).
   std::string processor;
 };
 

@@ -194,7 +194,7 @@ struct Platform {
   // environment in (LinkService's warm-up), or empty where it has none.
   std::vector<std::uint8_t> (*warm_up_object)(const TargetInfo &target) = nullptr;
   // What this platform's own loader would refuse in an artifact that this
-  // host cannot load, checked without loading it (linker/verify.h); null
+  // host cannot load, checked without loading it (hotlink/verify_target.h); null
   // where the format and export checks of hotlink::verify are all there is.
   std::optional<Error> (*check_artifact)(const std::vector<std::uint8_t> &bytes, const std::string &name,
                                          const hotlink::VerifyOptions &options) = nullptr;
