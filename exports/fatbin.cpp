@@ -116,12 +116,14 @@ Expected<ObjectInfo> read_fatbin(const void *data, std::size_t size, const std::
   ObjectInfo info = nvptx_object();
   std::map<std::string, std::size_t> at; // each name once; a definition wins over a declaration
   for (const FatbinImage &image : *images) {
-    std::string what = name + " (sm_" + std::to_string(image.sm) +
-                       (image.kind == FatbinImage::Kind::Ptx ? " PTX)" : " cubin)");
-    auto one = image.kind == FatbinImage::Kind::Ptx ? read_ptx(image.bytes.data(), image.bytes.size(), what)
-                                                    : read_object(image.bytes.data(), image.bytes.size(), what);
-    if (!one)
-      return one.take_error();
+    auto one = image.kind == FatbinImage::Kind::Ptx ? read_ptx(image.bytes.data(), image.bytes.size(), name)
+                                                    : read_object(image.bytes.data(), image.bytes.size(), name);
+    if (!one) { // the error names the input; its message, the image
+      Error e = one.take_error();
+      e.message = "its sm_" + std::to_string(image.sm) +
+                  (image.kind == FatbinImage::Kind::Ptx ? " PTX image " : " cubin image ") + e.message;
+      return e;
+    }
     for (Symbol &s : one->symbols) {
       auto [it, fresh] = at.emplace(s.name, info.symbols.size());
       if (fresh)
