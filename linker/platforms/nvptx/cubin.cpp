@@ -65,6 +65,12 @@ bool read_attributes(llvm::ArrayRef<std::uint8_t> bytes, Attributes &out) {
 
 } // namespace
 
+bool is_cubin(const void *data, std::size_t size) {
+  const auto *b = static_cast<const unsigned char *>(data);
+  return size >= 20 && b[0] == 0x7f && b[1] == 'E' && b[2] == 'L' && b[3] == 'F' &&
+         (b[18] | (b[19] << 8)) == llvm::ELF::EM_CUDA;
+}
+
 Expected<Cubin> read(const void *data, std::size_t size, const std::string &name) {
   auto file = ELFFile<ELF64LE>::create(llvm::StringRef(static_cast<const char *>(data), size));
   if (!file) {

@@ -30,6 +30,10 @@ struct Cubin {
   std::vector<std::string> undefined; // but the driver's own reserved names
 };
 
+// Whether `data` begins as an ELF file for EM_CUDA: a cubin, linked or
+// relocatable (ptxas -c, nvcc -rdc).
+bool is_cubin(const void *data, std::size_t size);
+
 // An error names the input when it is not a well-formed cubin.
 Expected<Cubin> read(const void *data, std::size_t size, const std::string &name);
 

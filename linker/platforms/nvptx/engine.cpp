@@ -2,14 +2,13 @@
 // lld (platform.h's Engine). The job's arguments are nvJitLink's options
 // (-arch=sm_NN), its inputs (scratch files of the job, or paths) and
 // "-o OUT"; the cubin comes back as the job's artifact.
+#include "linker/platforms/nvptx/cubin.h"
 #include "linker/platforms/nvptx/nvjitlink.h"
 #include "linker/platforms/table.h"
 
 #include "base/clock.h"
 #include "exports/fatbin.h"
 #include "exports/ptx.h"
-
-#include "llvm/BinaryFormat/ELF.h"
 
 #include "llvm/Support/MemoryBuffer.h"
 
@@ -26,7 +25,7 @@ nvjitlink::InputKind kind_of(const std::vector<std::uint8_t> &b) {
     return nvjitlink::InputKind::Fatbin;
   // A cubin (EM_CUDA) is nvJitLink's CUBIN; its OBJECT is a host object
   // carrying a fat binary, from which it would link nothing of a cubin.
-  if (b.size() >= 20 && b[0] == 0x7f && b[1] == 'E' && (b[18] | (b[19] << 8)) == llvm::ELF::EM_CUDA)
+  if (cubin::is_cubin(b.data(), b.size()))
     return nvjitlink::InputKind::Cubin;
   return nvjitlink::InputKind::Object;
 }

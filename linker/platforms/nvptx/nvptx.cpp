@@ -56,12 +56,6 @@ struct Built {
   std::vector<std::string> kernels; // PTX: its .entry names
 };
 
-bool is_cuda_elf(const void *data, std::size_t size) {
-  const auto *b = static_cast<const unsigned char *>(data);
-  return size >= 20 && b[0] == 0x7f && b[1] == 'E' && b[2] == 'L' && b[3] == 'F' &&
-         (b[18] | (b[19] << 8)) == llvm::ELF::EM_CUDA;
-}
-
 // The kernels of a relocatable cubin (ptxas -c, nvcc -rdc): its defined
 // functions.
 std::vector<std::string> cubin_functions(const exports::ObjectInfo &info) {
@@ -122,7 +116,7 @@ Expected<Built> read_built(const LoadedInput &l, unsigned sm, const std::string 
   }
   if (exports::looks_like_fatbin(l.data, l.size))
     return read_fatbin_built(l, sm, arch);
-  if (is_cuda_elf(l.data, l.size)) {
+  if (cubin::is_cubin(l.data, l.size)) {
     b.kernels = cubin_functions(l.info);
     return b;
   }
