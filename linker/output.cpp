@@ -13,6 +13,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <dirent.h>
+#include <mutex>
+#include <set>
 #include <signal.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -97,26 +99,32 @@ Expected<OutputReservation> OutputReservation::reserve(const std::string &path, 
     r.in_place_ = true;
     return r;
   }
-  // A link killed between naming its output and renaming it into place
-  // (commit()), or anywhere in a link where there is no O_TMPFILE, leaves
-  // a named temporary: the next link of the same output removes those of
-  // dead processes.
-  std::string base = llvm::sys::path::filename(path).str();
-  sweep_dead_temporaries(dir.str().str(), base);
   // An unnamed file in the destination directory, named only when it is
   // complete (commit(), through /proc/self/fd: without /proc it could not
-  // be named): a link killed before that leaves nothing behind.
+  // be named): a link killed before that leaves nothing behind. One killed
+  // in the instant between naming and renaming leaves a named temporary,
+  // which the first link of that output in a later process removes (a
+  // directory is read once per process and output, not at every link).
+  std::string base = llvm::sys::path::filename(path).str();
   static const bool can_name = ::access("/proc/self/fd", X_OK) == 0;
   r.fd_ = can_name ? ::open(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600) : -1;
-  if (r.fd_ >= 0)
+  if (r.fd_ >= 0) {
+    static std::mutex mu;
+    static std::set<std::string> swept;
+    std::lock_guard<std::mutex> lock(mu);
+    if (swept.insert(dir.str().str() + "/" + base).second)
+      sweep_dead_temporaries(dir.str().str(), base);
     return r;
+  }
   if (!can_name)
     errno = EOPNOTSUPP;
   if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL && errno != ENOENT)
     return r.cannot_reserve(dir.str().str(), errno);
   if (errno == ENOENT && !llvm::sys::fs::is_directory(dir))
     return r.cannot_reserve(dir.str().str(), ENOENT);
-  // A file system without O_TMPFILE: a named temporary.
+  // A file system without O_TMPFILE: a named temporary, and those of
+  // links that were killed are swept at every link.
+  sweep_dead_temporaries(dir.str().str(), base);
   for (int attempt = 0; attempt < 100 && r.fd_ < 0; ++attempt) {
     r.temp_ = temp_path(dir.str().str(), base, attempt);
     r.fd_ = ::open(r.temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);

@@ -172,7 +172,7 @@ bool holds_file_in(const std::string &dir) {
 // ".big.so.hotlink-PID-....tmp" behind, which nothing ever removed. The
 // output is now an unnamed file until it is complete; a kill in the short
 // window between naming it and renaming it into place leaves a temporary
-// that the next link of the same output removes (CI's run caught one).
+// that the next process linking the same output removes (CI caught one).
 TEST(Fault, AKilledLinkLeavesNothingInTheOutputDirectory) {
   std::string in = test::temp_dir() + "/big.o", dir = test::temp_dir();
   test::write_file(in, big_object());
