@@ -17,9 +17,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <fcntl.h>
+#include <fstream>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 namespace hotlink {
 namespace {
@@ -387,14 +392,46 @@ std::vector<std::string> coff_export_names(const std::string &dll) {
   return names;
 }
 
-// Runs `exe` under Wine in its directory, with a prefix kept in the build
-// tree (created on first use) and `dll_path` as Wine's DLL search path;
-// killed, with everything it started, after 180 s.
+// The Wine prefix kept in the build tree, made once by `wineboot --init`
+// under a lock. Tests run in parallel, and two first runs of Wine that
+// both create a prefix race: one's wineserver removes the server directory
+// the other is entering ("chdir to /tmp/wine-*/server-*: No such file or
+// directory", seen in CI). A prefix is used only once `ready` exists.
+std::vector<std::string> wine_environment() {
+  const std::string prefix = std::string(HOTLINK_TEST_FIXTURE_DIR) + "/../wine-prefix";
+  std::vector<std::string> env = {"WINEPREFIX=" + prefix, "WINEDEBUG=-all"};
+  const std::string ready = prefix + ".ready";
+  if (std::filesystem::exists(ready))
+    return env;
+  int lock = ::open((prefix + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  EXPECT_GE(lock, 0) << prefix << ".lock: " << std::strerror(errno);
+  if (lock >= 0)
+    ::flock(lock, LOCK_EX);
+  if (!std::filesystem::exists(ready)) {
+    test::RunOptions o;
+    o.timeout_seconds = 180;
+    o.env = env;
+    test::Run boot = test::run({HOTLINK_TEST_WINE64, "wineboot", "--init"}, o);
+    EXPECT_EQ(boot.code, 0) << "wineboot --init in " << prefix << ": " << boot.err;
+    // wineboot returns before the services it started leave; wait for them.
+    const std::string server = std::filesystem::path(HOTLINK_TEST_WINE64).parent_path() / "wineserver";
+    test::run({server, "--wait"}, o);
+    if (boot.code == 0)
+      std::ofstream(ready) << "wineboot --init done\n";
+  }
+  if (lock >= 0)
+    ::close(lock);
+  return env;
+}
+
+// Runs `exe` under Wine in its directory, with the prefix above and
+// `dll_path` as Wine's DLL search path; killed, with everything it
+// started, after 180 s.
 test::Run wine(const std::string &dir, const std::string &exe, const std::vector<std::string> &dll_path = {}) {
   test::RunOptions o;
   o.cwd = dir;
   o.timeout_seconds = 180;
-  o.env = {"WINEPREFIX=" + std::string(HOTLINK_TEST_FIXTURE_DIR) + "/../wine-prefix", "WINEDEBUG=-all"};
+  o.env = wine_environment();
   std::string path;
   for (std::string d : dll_path) {
     std::replace(d.begin(), d.end(), '/', '\\');
