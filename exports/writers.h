@@ -1,17 +1,7 @@
-// Export-list writers, one per format, and .def reading.
-//
-// Contract: a writer either returns text whose meaning is exactly "export
-// these names" (each name parses back as itself), or refuses with an error
-// naming the first name it cannot write safely (exports::check_name, whose
-// rules per format are:
-// - ELF version script: names are quoted (so '*', '?', ';', '#', braces and
-//   spaces are literal); a name with '"', '\\' or a control byte is refused.
-// - Mach-O exported-symbols list: one '_'-prefixed name per line; refused:
-//   whitespace, '#', glob characters '*?[]', control bytes.
-// - COFF .def: refused: whitespace, ';', ',', '=', '"', a leading '@',
-//   control bytes. DATA marks data symbols.
-// - wasm --export flags: refused: control bytes, ','.
-// All: empty names, non-ASCII bytes and names over kMaxNameLength are refused.)
+// Internal. Export-list writers and .def reading. The writers of each
+// platform's export file are public (hotlink/export_policy.h: their
+// contract, per format, is there; exports::check_name applies it); the
+// dynamic list, .def parsing and merging are the linker's.
 #pragma once
 
 #include "hotlink/error.h"
@@ -24,18 +14,13 @@
 
 namespace hotlink::exports {
 
-Expected<std::string> write_version_script(const std::vector<Export> &exports);
+// write_version_script, write_macho_list, write_def and write_wasm_flags
+// are public: hotlink/export_policy.h.
+
 // An ELF dynamic list ({ "name"; ... };): with it, lld keeps exactly these
 // exports preemptible (interposable) and binds every other one inside the
 // artifact.
 Expected<std::string> write_dynamic_list(const std::vector<Export> &exports);
-Expected<std::string> write_macho_list(const std::vector<Export> &exports);
-// `library` is the DLL's file name (LIBRARY line); ordinals are assigned
-// from `first_ordinal` in order when it is non-zero.
-Expected<std::string> write_def(const std::vector<Export> &exports,
-                                const std::string &library,
-                                unsigned first_ordinal = 0);
-Expected<std::vector<std::string>> write_wasm_flags(const std::vector<Export> &exports);
 
 struct DefExport {
   std::string name;          // exported name

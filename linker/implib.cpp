@@ -1,4 +1,4 @@
-#include "linker/implib.h"
+#include "hotlink/link.h"
 
 #include "exports/writers.h"
 

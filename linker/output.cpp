@@ -211,3 +211,15 @@ std::optional<Error> OutputReservation::commit() {
 }
 
 } // namespace hotlink::detail
+
+namespace hotlink {
+
+std::optional<Error> write_output_file(const std::string &path, const std::vector<std::uint8_t> &bytes,
+                                       unsigned mode) {
+  auto out = detail::OutputReservation::reserve(path, mode);
+  if (!out)
+    return out.take_error();
+  return out->publish(bytes);
+}
+
+} // namespace hotlink

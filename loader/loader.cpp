@@ -39,43 +39,66 @@ Expected<VerifiedLibrary> load_verified(const std::vector<std::uint8_t> &bytes, 
   return VerifiedLibrary{std::move(lib.value()), std::move(verified.value())};
 }
 
+namespace {
+
+Error abi_error(const Library &lib, const std::string &metadata_symbol, std::string what,
+                const std::string &symbol = {}) {
+  return make_error(ErrorCode::AbiMismatch, std::move(what), lib.name(), symbol.empty() ? metadata_symbol : symbol,
+                    "rebuild the host and the pipeline from the same generator version");
+}
+
+} // namespace
+
+Expected<PipelineMetadata> read_pipeline_metadata(const Library &lib, const std::string &metadata_symbol) {
+  using Report = const halide_abi::halide_filter_metadata_t *(*)();
+  auto fn = reinterpret_cast<Report>(lib.symbol(metadata_symbol));
+  if (!fn)
+    return abi_error(lib, metadata_symbol, "the artifact has no " + metadata_symbol + "()");
+  const halide_abi::halide_filter_metadata_t *m = fn();
+  if (!m)
+    return abi_error(lib, metadata_symbol, metadata_symbol + "() returned null");
+  if (m->num_arguments < 0)
+    return abi_error(lib, metadata_symbol, "metadata reports " + std::to_string(m->num_arguments) + " arguments");
+  if (m->num_arguments > 0 && !m->arguments)
+    return abi_error(lib, metadata_symbol, "metadata lists arguments but no argument table");
+  PipelineMetadata out;
+  out.version = m->version;
+  out.name = m->name ? m->name : "";
+  for (int i = 0; i < m->num_arguments; ++i) {
+    const halide_abi::halide_filter_argument_t &a = m->arguments[i];
+    out.arguments.push_back({a.name ? a.name : "", a.kind, a.dimensions, a.type.code, a.type.bits});
+  }
+  return out;
+}
+
 std::optional<Error> check_abi(const Library &lib, const std::string &metadata_symbol,
                                const ExpectedAbi &expected) {
-  auto fn = reinterpret_cast<const hotlink::loader::halide_abi::halide_filter_metadata_t *(*)()>(lib.symbol(metadata_symbol));
-  auto bad = [&](std::string what, std::string symbol = {}) {
-    return make_error(ErrorCode::AbiMismatch, std::move(what), lib.name(),
-                      symbol.empty() ? metadata_symbol : symbol,
-                      "rebuild the host and the pipeline from the same generator version");
-  };
-  if (!fn)
-    return bad("the artifact has no " + metadata_symbol + "()");
-  const hotlink::loader::halide_abi::halide_filter_metadata_t *m = fn();
+  auto m = read_pipeline_metadata(lib, metadata_symbol);
   if (!m)
-    return bad(metadata_symbol + "() returned null");
+    return m.take_error();
+  auto bad = [&](std::string what, const std::string &symbol = {}) {
+    return abi_error(lib, metadata_symbol, std::move(what), symbol);
+  };
   if (m->version != expected.version)
     return bad("metadata version is " + std::to_string(m->version) + ", the host expects " +
                std::to_string(expected.version));
-  if (m->num_arguments != static_cast<int>(expected.arguments.size()))
-    return bad("the pipeline takes " + std::to_string(m->num_arguments) + " arguments, the host passes " +
+  if (m->arguments.size() != expected.arguments.size())
+    return bad("the pipeline takes " + std::to_string(m->arguments.size()) + " arguments, the host passes " +
                std::to_string(expected.arguments.size()));
-  if (m->num_arguments > 0 && !m->arguments)
-    return bad("metadata lists arguments but no argument table");
-  for (int i = 0; i < m->num_arguments; ++i) {
-    const hotlink::loader::halide_abi::halide_filter_argument_t &a = m->arguments[i];
-    const AbiArgument &w = expected.arguments[i];
-    std::string name = a.name ? a.name : "";
-    std::string where = "argument " + std::to_string(i) + " ('" + name + "')";
-    if (name != w.name)
-      return bad(where + " should be named '" + w.name + "'", name);
+  for (std::size_t i = 0; i < m->arguments.size(); ++i) {
+    const AbiArgument &a = m->arguments[i], &w = expected.arguments[i];
+    std::string where = "argument " + std::to_string(i) + " ('" + a.name + "')";
+    if (a.name != w.name)
+      return bad(where + " should be named '" + w.name + "'", a.name);
     if (a.kind != w.kind)
-      return bad(where + " has kind " + std::to_string(a.kind) + ", expected " + std::to_string(w.kind), name);
+      return bad(where + " has kind " + std::to_string(a.kind) + ", expected " + std::to_string(w.kind), a.name);
     if (a.dimensions != w.dimensions)
       return bad(where + " has " + std::to_string(a.dimensions) + " dimensions, expected " +
-                     std::to_string(w.dimensions), name);
-    if (a.type.code != w.type_code || a.type.bits != w.type_bits)
-      return bad(where + " has type code " + std::to_string(a.type.code) + "/" + std::to_string(a.type.bits) +
+                     std::to_string(w.dimensions), a.name);
+    if (a.type_code != w.type_code || a.type_bits != w.type_bits)
+      return bad(where + " has type code " + std::to_string(a.type_code) + "/" + std::to_string(a.type_bits) +
                      " bits, expected " + std::to_string(w.type_code) + "/" + std::to_string(w.type_bits),
-                 name);
+                 a.name);
   }
   return std::nullopt;
 }

@@ -2,7 +2,11 @@
 """The modules' include graph points one way: no file of a module includes
 a module above it, and the linker and the loader (siblings over what they
 share) include nothing of each other. Each exception is listed below with
-its reason; a new violation fails (prints FILE:LINE and the include)."""
+its reason; a new violation fails (prints FILE:LINE and the include).
+
+The consumers, the CLI (tools/) and the Python package (python/), sit on
+the public surface alone: they include hotlink/*.h and their own files,
+nothing of a module (the CLI's one exception is listed in CONSUMER_OWN)."""
 import os
 import re
 import sys
@@ -78,6 +82,26 @@ for path, module in sources():
                 continue
             violations.append(f"{path}:{number}: includes {target}'s {line.strip()}, "
                               f"a module {'beside' if rank[target] == rank[module] else 'above'} {module}/")
+# The consumers: only the public headers, their own files and these.
+CONSUMERS = ["tools", "python"]
+CONSUMER_OWN = {
+    # malloc settings of hotlink's own processes, never a library's business
+    # (the hotlink-ld worker, part of the linker, sets the same)
+    "base/batch_memory.h",
+}
+for consumer in CONSUMERS:
+    for folder, _, files in os.walk(os.path.join(root, consumer)):
+        for name in files:
+            if not name.endswith((".h", ".cpp", ".c")) or name == "hotlink-ld.cpp":
+                continue  # hotlink-ld: the linker's worker process, built from the linker
+            path = os.path.relpath(os.path.join(folder, name), root)
+            with open(os.path.join(root, path), encoding="utf-8") as f:
+                for number, line in enumerate(f, 1):
+                    m = re.match(r'\s*#\s*include\s+"([^"]+)"', line)
+                    if not m or m.group(1).startswith(("hotlink/", consumer + "/")) or m.group(1) in CONSUMER_OWN:
+                        continue
+                    violations.append(f"{path}:{number}: includes {m.group(1)}: {consumer}/ uses the public "
+                                      f"headers (include/hotlink/) alone")
 for v in violations:
     print(v)
 for stale in sorted(set(EXCEPTIONS) - used):

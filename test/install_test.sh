@@ -10,6 +10,12 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/hotlink-install-XXXXXX")
 trap 'rm -rf "$work"' EXIT
 cmake --install "$build" --prefix "$work/prefix" > "$work/install.log"
 test -x "$work/prefix/bin/hotlink" && test -x "$work/prefix/bin/hotlink-ld"
+# The installed CLI is a consumer of the installed libhotlink.so (found
+# beside it: RUNPATH $ORIGIN/../lib), and links through its linker module.
+[[ $(readelf -d "$work/prefix/bin/hotlink" | sed -n 's/.*(NEEDED).*\[\(libhotlink.*\)\]/\1/p') == libhotlink.so.* ]] ||
+  { echo "install_test: the installed CLI does not need libhotlink.so" >&2; exit 1; }
+env -u LD_LIBRARY_PATH "$work/prefix/bin/hotlink" --version | grep -q '^  lld:  .*LLD' ||
+  { echo "install_test: the installed CLI cannot load its linker module" >&2; exit 1; }
 libdir=$(dirname "$(find "$work/prefix" -name 'libhotlink.so' | head -1)")
 test -f "$libdir/libhotlink-driver.so" && ls "$libdir"/libhotlink-linker-*.so "$libdir"/libhotlink-x86-decoder-*.so > /dev/null
 # The package asks for nothing but hotlink's own files.

@@ -3,9 +3,6 @@
 
 #include "hotlink/cache.h"
 
-#include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/raw_ostream.h"
-
 #include <cstdio>
 
 namespace hotlink::cli {
@@ -13,60 +10,54 @@ namespace hotlink::cli {
 namespace {
 
 // Each action fills `out` (JSON) and `text`; returns the exit code.
-int stats_action(hotlink::cache::Cache &cache, llvm::json::Object &out, std::string &text) {
+int stats_action(hotlink::cache::Cache &cache, Json &out, std::string &text) {
   int rc = kOk;
   hotlink::cache::Stats st = cache.stats();
   std::uint64_t lookups = st.hits + st.misses;
-  out["hits"] = static_cast<std::int64_t>(st.hits);
-  out["misses"] = static_cast<std::int64_t>(st.misses);
-  out["corrupt"] = static_cast<std::int64_t>(st.corrupt);
-  out["evictions"] = static_cast<std::int64_t>(st.evictions);
-  out["stores"] = static_cast<std::int64_t>(st.stores);
-  out["store_errors"] = static_cast<std::int64_t>(st.store_errors);
-  out["lock_timeouts"] = static_cast<std::int64_t>(st.lock_timeouts);
+  out["hits"] = st.hits;
+  out["misses"] = st.misses;
+  out["corrupt"] = st.corrupt;
+  out["evictions"] = st.evictions;
+  out["stores"] = st.stores;
+  out["store_errors"] = st.store_errors;
+  out["lock_timeouts"] = st.lock_timeouts;
   out["saved_ms"] = st.saved_ms;
-  out["bytes"] = static_cast<std::int64_t>(st.bytes);
-  out["entries"] = static_cast<std::int64_t>(st.entries);
-  out["refused"] = static_cast<std::int64_t>(st.refused);
-  out["remote"] = llvm::json::Object{
-      {"hits", static_cast<std::int64_t>(st.remote_hits)},
-      {"misses", static_cast<std::int64_t>(st.remote_misses)},
-      {"errors", static_cast<std::int64_t>(st.remote_errors)},
-      {"refused", static_cast<std::int64_t>(st.remote_refused)},
-      {"skipped", static_cast<std::int64_t>(st.remote_skipped)},
-      {"published", static_cast<std::int64_t>(st.published)},
-      {"publish_errors", static_cast<std::int64_t>(st.publish_errors)}};
-  text = llvm::formatv("cache {0}\n  entries       {1}\n  bytes         {2}\n"
-                       "  hits          {3}\n  misses        {4}\n  hit rate      {5}\n"
-                       "  stores        {6} ({7} failed)\n  corrupt       {8} (removed)\n"
-                       "  evictions     {9}\n  lock timeouts {10}\n  time saved    {11:f1} ms\n",
-                       cache.config().dir, st.entries, st.bytes, st.hits, st.misses,
-                       lookups ? llvm::formatv("{0:f1}%", 100.0 * st.hits / lookups).str()
-                               : std::string("-"),
-                       st.stores, st.store_errors, st.corrupt, st.evictions, st.lock_timeouts, st.saved_ms)
-             .str();
-  text += llvm::formatv("  refused       {0} (signature)\n  remote        {1} hits, {2} misses, "
-                        "{3} errors, {4} refused, {5} skipped (backoff)\n"
-                        "  published     {6} ({7} failed)\n",
-                        st.refused, st.remote_hits, st.remote_misses, st.remote_errors,
-                        st.remote_refused, st.remote_skipped, st.published, st.publish_errors)
-              .str();
+  out["bytes"] = st.bytes;
+  out["entries"] = st.entries;
+  out["refused"] = st.refused;
+  out["remote"] = Json{{"hits", st.remote_hits},       {"misses", st.remote_misses},
+                       {"errors", st.remote_errors},   {"refused", st.remote_refused},
+                       {"skipped", st.remote_skipped}, {"published", st.published},
+                       {"publish_errors", st.publish_errors}};
+  std::string rate = lookups ? format("%.1f%%", 100.0 * st.hits / lookups) : std::string("-");
+  auto u = [](std::uint64_t v) { return static_cast<unsigned long long>(v); };
+  text = format("cache %s\n  entries       %llu\n  bytes         %llu\n"
+                "  hits          %llu\n  misses        %llu\n  hit rate      %s\n"
+                "  stores        %llu (%llu failed)\n  corrupt       %llu (removed)\n"
+                "  evictions     %llu\n  lock timeouts %llu\n  time saved    %.1f ms\n",
+                cache.config().dir.c_str(), u(st.entries), u(st.bytes), u(st.hits), u(st.misses), rate.c_str(),
+                u(st.stores), u(st.store_errors), u(st.corrupt), u(st.evictions), u(st.lock_timeouts),
+                double(st.saved_ms));
+  text += format("  refused       %llu (signature)\n  remote        %llu hits, %llu misses, "
+                 "%llu errors, %llu refused, %llu skipped (backoff)\n"
+                 "  published     %llu (%llu failed)\n",
+                 u(st.refused), u(st.remote_hits), u(st.remote_misses), u(st.remote_errors), u(st.remote_refused),
+                 u(st.remote_skipped), u(st.published), u(st.publish_errors));
   return rc;
 }
 
-int verify_action(hotlink::cache::Cache &cache, llvm::json::Object &out, std::string &text) {
+int verify_action(hotlink::cache::Cache &cache, Json &out, std::string &text) {
   int rc = kOk;
   hotlink::cache::VerifyReport r = cache.verify();
-  llvm::json::Array bad;
-  text = llvm::formatv("checked {0} entries: {1} ok, {2} corrupt (removed)\n", r.checked, r.ok,
-                       r.corrupt.size())
-             .str();
+  Json bad = Json::array();
+  text = format("checked %llu entries: %llu ok, %zu corrupt (removed)\n",
+                static_cast<unsigned long long>(r.checked), static_cast<unsigned long long>(r.ok), r.corrupt.size());
   for (const auto &[key, why] : r.corrupt) {
-    bad.push_back(llvm::json::Object{{"key", key}, {"reason", why}});
+    bad.push_back(Json{{"key", key}, {"reason", why}});
     text += "  " + key + ": " + why + "\n";
   }
-  out["checked"] = static_cast<std::int64_t>(r.checked);
-  out["valid"] = static_cast<std::int64_t>(r.ok);
+  out["checked"] = r.checked;
+  out["valid"] = r.ok;
   out["corrupt"] = std::move(bad);
   if (!r.corrupt.empty()) {
     rc = kFailed;
@@ -75,25 +66,25 @@ int verify_action(hotlink::cache::Cache &cache, llvm::json::Object &out, std::st
   return rc;
 }
 
-int prune_action(hotlink::cache::Cache &cache, llvm::json::Object &out, std::string &text) {
+int prune_action(hotlink::cache::Cache &cache, Json &out, std::string &text) {
   int rc = kOk;
   hotlink::cache::PruneReport r = cache.prune();
-  out["evicted"] = static_cast<std::int64_t>(r.evicted);
-  out["evicted_bytes"] = static_cast<std::int64_t>(r.evicted_bytes);
-  out["skipped_in_use"] = static_cast<std::int64_t>(r.skipped_in_use);
-  out["temporaries_removed"] = static_cast<std::int64_t>(r.temporaries_removed);
-  out["orphans_removed"] = static_cast<std::int64_t>(r.orphans_removed);
-  out["bytes"] = static_cast<std::int64_t>(r.bytes);
-  out["entries"] = static_cast<std::int64_t>(r.entries);
-  text = llvm::formatv("evicted {0} entries ({1} bytes), {2} in use kept; removed {3} "
-                       "temporaries and {4} partial files; {5} entries, {6} bytes remain\n",
-                       r.evicted, r.evicted_bytes, r.skipped_in_use, r.temporaries_removed,
-                       r.orphans_removed, r.entries, r.bytes)
-             .str();
+  out["evicted"] = r.evicted;
+  out["evicted_bytes"] = r.evicted_bytes;
+  out["skipped_in_use"] = r.skipped_in_use;
+  out["temporaries_removed"] = r.temporaries_removed;
+  out["orphans_removed"] = r.orphans_removed;
+  out["bytes"] = r.bytes;
+  out["entries"] = r.entries;
+  auto u = [](std::uint64_t v) { return static_cast<unsigned long long>(v); };
+  text = format("evicted %llu entries (%llu bytes), %llu in use kept; removed %llu "
+                "temporaries and %llu partial files; %llu entries, %llu bytes remain\n",
+                u(r.evicted), u(r.evicted_bytes), u(r.skipped_in_use), u(r.temporaries_removed),
+                u(r.orphans_removed), u(r.entries), u(r.bytes));
   return rc;
 }
 
-int clear_action(hotlink::cache::Cache &cache, llvm::json::Object &out, std::string &text) {
+int clear_action(hotlink::cache::Cache &cache, Json &out, std::string &text) {
   int rc = kOk;
   if (auto err = cache.clear()) {
     out["ok"] = false;
@@ -154,15 +145,14 @@ is created (`hotlink link --cache DIR` makes one).)",
     return opened.error().code == hotlink::ErrorCode::InputNotFound ? kUsage : rc;
   }
   hotlink::cache::Cache &cache = *opened.value();
-  llvm::json::Object out{{"dir", cache.config().dir}, {"ok", true}};
+  Json out{{"dir", cache.config().dir}, {"ok", true}};
   std::string text;
   int rc = action == "stats"    ? stats_action(cache, out, text)
            : action == "verify" ? verify_action(cache, out, text)
            : action == "prune"  ? prune_action(cache, out, text)
                                 : clear_action(cache, out, text);
   if (json) {
-    llvm::outs() << llvm::formatv("{0:2}", llvm::json::Value(std::move(out))) << "\n";
-    llvm::outs().flush();
+    print_json(out);
   } else {
     std::fputs(text.c_str(), rc == kOk ? stdout : stderr);
   }

@@ -1,15 +1,11 @@
 // The helpers every hotlink command shares (cli.h).
 #include "tools/cli.h"
 
-#include "base/files.h"
-
 #include "hotlink/link_service.h"
-
-#include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/MemoryBuffer.h"
-#include "llvm/Support/raw_ostream.h"
+#include "hotlink/verify.h"
 
 #include <cerrno>
+#include <cstdarg>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
@@ -105,22 +101,37 @@ const char *severity_name(Severity s) {
   return "note";
 }
 
-llvm::json::Value error_json(const Error &e) {
-  return llvm::json::Object{{"code", to_string(e.code)}, {"message", e.message}, {"input", e.input},
-                            {"symbol", e.symbol}, {"hint", e.hint}};
+Json error_json(const Error &e) {
+  return Json{{"code", to_string(e.code)}, {"message", e.message}, {"input", e.input},
+              {"symbol", e.symbol}, {"hint", e.hint}};
 }
 
-void print_json_value(llvm::json::Value v) {
-  llvm::outs() << llvm::formatv("{0:2}", v) << "\n";
-  llvm::outs().flush();
+void print_json(const Json &v) {
+  std::string text = v.dump(2, ' ', false, Json::error_handler_t::replace);
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fputc('\n', stdout);
+  std::fflush(stdout);
 }
 
 int print_error(const Error &e, bool json) {
   if (json)
-    print_json_value(llvm::json::Object{{"ok", false}, {"error", error_json(e)}});
+    print_json(Json{{"ok", false}, {"error", error_json(e)}});
   else
     std::fprintf(stderr, "hotlink: %s\n", e.to_string().c_str());
   return exit_code_for(e.code);
+}
+
+std::string format(const char *fmt, ...) {
+  va_list args, again;
+  va_start(args, fmt);
+  va_copy(again, args);
+  int n = std::vsnprintf(nullptr, 0, fmt, args);
+  va_end(args);
+  std::string out(n > 0 ? std::size_t(n) : 0, '\0');
+  if (n > 0)
+    std::vsnprintf(&out[0], out.size() + 1, fmt, again);
+  va_end(again);
+  return out;
 }
 
 bool parse_size(const std::string &s, std::uint64_t &out) {
@@ -141,19 +152,17 @@ bool parse_size(const std::string &s, std::uint64_t &out) {
 }
 
 std::optional<std::string> read_text_file(const std::string &path) {
-  auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
-  if (!buf)
+  auto bytes = read_artifact_file(path);
+  if (!bytes)
     return std::nullopt;
-  return (*buf)->getBuffer().str();
+  return std::string(bytes->begin(), bytes->end());
 }
 
-std::optional<Error> write_atomically(const std::string &path, const std::string &bytes, const std::string &flag) {
-  base::AtomicWrite how;
-  how.mode = 0644;
-  auto failed = base::write_file_atomically(path, bytes.data(), bytes.size(), how);
-  if (!failed)
-    return std::nullopt;
-  return make_error(ErrorCode::OutputError, failed->to_string(), path, flag, "choose a directory you can write to");
+std::optional<Error> write_output(const std::string &path, const std::string &bytes, const std::string &flag) {
+  auto failed = write_output_file(path, std::vector<std::uint8_t>(bytes.begin(), bytes.end()));
+  if (failed)
+    failed->symbol = flag;
+  return failed;
 }
 
 void PolicyOptions::add_to(CLI::App &app) {

@@ -14,9 +14,8 @@
 #include "hotlink/symbols.h"
 #include "hotlink/link.h"
 
-#include "llvm/Support/JSON.h"
-
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include <cstdint>
 #include <optional>
@@ -24,6 +23,9 @@
 #include <vector>
 
 namespace hotlink::cli {
+
+// --json's values (nlohmann/json: objects print with their keys sorted).
+using Json = nlohmann::json;
 
 constexpr int kOk = 0, kFailed = 1, kUsage = 2;
 
@@ -55,16 +57,22 @@ int usage_error(const std::string &msg, const std::string &cmd);
 // The exit code an error of this kind maps to.
 int exit_code_for(ErrorCode c);
 const char *severity_name(Severity s);
-llvm::json::Value error_json(const Error &e);
+Json error_json(const Error &e);
 // An error as --json or as text; returns the exit code its kind maps to.
 int print_error(const Error &e, bool json);
-void print_json_value(llvm::json::Value v);
+// Prints `v` on stdout, indented by two (bytes that are not UTF-8 print
+// as U+FFFD: a path or a symbol name may hold any byte).
+void print_json(const Json &v);
+
+// printf into a std::string.
+std::string format(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 // "1048576", "64K", "512M", "2G".
 bool parse_size(const std::string &s, std::uint64_t &out);
 std::optional<std::string> read_text_file(const std::string &path);
-// Writes `bytes` to `path` atomically (a temporary beside it, then rename).
-std::optional<Error> write_atomically(const std::string &path, const std::string &bytes, const std::string &flag);
+// Writes `bytes` to `path` as a link writes its output (hotlink/link.h's
+// write_output_file); the error names `flag`.
+std::optional<Error> write_output(const std::string &path, const std::string &bytes, const std::string &flag);
 
 // --policy, --export, --include, --exclude, shared by `link` and `exports`.
 struct PolicyOptions {

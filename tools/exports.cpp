@@ -1,15 +1,8 @@
 // hotlink exports: what a link would export, or the export file itself.
 #include "tools/cli.h"
 
-#include "exports/fatbin.h"
-#include "exports/ptx.h"
-#include "exports/writers.h"
+#include "hotlink/verify.h"
 #include "hotlink/verify_target.h"
-
-#include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/MemoryBuffer.h"
-#include "llvm/Support/raw_ostream.h"
-#include "llvm/TargetParser/Triple.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -28,54 +21,22 @@ struct Inputs {
   std::vector<hotlink::ExportDetails> described;
 };
 
-// NVIDIA inputs: the kernels (PTX's .entry; a cubin's, with the resources
-// its sections record), each with the architecture it is for. A fat
-// binary lists each image's.
-void describe_nvidia(const std::vector<std::uint8_t> &bytes, const std::string &path,
-                     std::vector<hotlink::ExportDetails> &out) {
-  auto add = [&](const std::uint8_t *data, std::size_t size) {
-    if (looks_like_ptx(data, size)) {
-      if (auto m = read_ptx_module(data, size, path))
-        for (const std::string &k : m->kernels)
-          out.push_back({k, {{"ptx_target", m->target}}});
-      return;
-    }
-    if (auto d = hotlink::describe_artifact(std::vector<std::uint8_t>(data, data + size), path))
-      for (hotlink::ExportDetails &e : d->exports) {
-        for (const auto &[k, v] : d->properties)
-          e.properties.insert(e.properties.begin(), {k, v});
-        out.push_back(std::move(e));
-      }
-  };
-  if (!looks_like_fatbin(bytes.data(), bytes.size()))
-    return add(bytes.data(), bytes.size());
-  if (auto images = read_fatbin_images(bytes.data(), bytes.size(), path))
-    for (const FatbinImage &i : *images)
-      add(i.bytes.data(), i.bytes.size());
-}
-
 // Reads every input; on failure prints the error and returns nothing.
 std::optional<Inputs> read_inputs(const std::vector<std::string> &paths) {
   Inputs in;
   for (const std::string &path : paths) {
-    auto buf = llvm::MemoryBuffer::getFile(path, false, false);
-    if (!buf) {
-      std::fprintf(stderr, "hotlink: %s\n",
-                   hotlink::make_error(hotlink::ErrorCode::InputNotFound,
-                                       "cannot read: " + buf.getError().message(), path)
-                       .to_string().c_str());
+    auto bytes = hotlink::read_artifact_file(path);
+    if (!bytes) {
+      std::fprintf(stderr, "hotlink: %s\n", bytes.error().to_string().c_str());
       return std::nullopt;
     }
-    auto info = read_object((*buf)->getBufferStart(), (*buf)->getBufferSize(), path);
+    auto info = read_object(bytes->data(), bytes->size(), path);
     if (!info) {
       std::fprintf(stderr, "hotlink: %s\n", info.error().to_string().c_str());
       return std::nullopt;
     }
     in.infos.push_back(std::move(info.value()));
-    std::vector<std::uint8_t> bytes((*buf)->getBufferStart(), (*buf)->getBufferEnd());
-    if (in.infos.back().arch == Arch::NVPTX64)
-      describe_nvidia(bytes, path, in.described);
-    else if (auto d = hotlink::describe_artifact(bytes, path))
+    if (auto d = hotlink::describe_artifact(bytes.value(), path))
       for (hotlink::ExportDetails &e : d->exports)
         in.described.push_back(std::move(e));
   }
@@ -95,13 +56,14 @@ int print_described(const std::vector<hotlink::ExportDetails> &described) {
 }
 
 // The inputs' format and arch against --target's (the linker's own checks
-// would need a whole plan; comparing the inferred triple is enough here).
+// would need a whole plan; the target's format and arch are enough here).
 std::optional<std::string> mismatch(const ObjectInfo &first, const std::string &target) {
   if (target.empty())
     return std::nullopt;
-  std::string inferred = triple_for(first.format, first.arch);
-  llvm::Triple want(llvm::Triple::normalize(target)), have(llvm::Triple::normalize(inferred));
-  if (want.getArch() == have.getArch() && want.getObjectFormat() == have.getObjectFormat())
+  auto want = hotlink::target_format(target);
+  if (!want)
+    return want.error().message + " (" + want.error().hint + ")";
+  if (want->format == first.format && want->arch == first.arch)
     return std::nullopt;
   return "the inputs are " + std::string(to_string(first.format)) + "/" + to_string(first.arch) + ", not for " +
          target;
@@ -131,11 +93,10 @@ int print_exports(const std::vector<Export> &list, const std::string &format, co
     return print_text(text);
   }
   if (format == "json") {
-    llvm::json::Array arr;
+    Json arr = Json::array();
     for (const Export &e : list)
-      arr.push_back(llvm::json::Object{{"name", e.name}, {"symbol", e.symbol},
-                                       {"data", e.data}, {"demangled", demangle(e.name)}});
-    llvm::outs() << llvm::formatv("{0:2}", llvm::json::Value(std::move(arr))) << "\n";
+      arr.push_back(Json{{"name", e.name}, {"symbol", e.symbol}, {"data", e.data}, {"demangled", demangle(e.name)}});
+    print_json(arr);
     return kOk;
   }
   for (const Export &e : list) {

@@ -1,11 +1,7 @@
 // hotlink implib: the import library of a DLL that a .def describes.
 #include "tools/cli.h"
 
-#include "linker/implib.h"
-
-#include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/MemoryBuffer.h"
-#include "llvm/Support/raw_ostream.h"
+#include "hotlink/verify.h"
 
 #include <cstdio>
 
@@ -31,25 +27,18 @@ int implib(int argc, char **argv) {
     return rc;
   if (def.empty() || machine.empty() || out.empty())
     return usage_error("--def, --machine and -o are required", "implib");
-  auto text = llvm::MemoryBuffer::getFile(def, /*IsText=*/true);
   auto fail = [&](const hotlink::Error &e) { return print_error(e, json); };
+  auto text = read_artifact_file(def);
   if (!text)
-    return fail(hotlink::make_error(hotlink::ErrorCode::InputNotFound,
-                                    "cannot read: " + text.getError().message(), def, "--def",
+    return fail(hotlink::make_error(hotlink::ErrorCode::InputNotFound, text.error().message, def, "--def",
                                     "check the path"));
-  auto lib = hotlink::import_library_from_def((*text)->getBuffer().str(), def, machine, dll, mingw);
+  auto lib = hotlink::import_library_from_def(std::string(text->begin(), text->end()), def, machine, dll, mingw);
   if (!lib)
     return fail(lib.error());
-  if (auto err = write_atomically(out, std::string(lib->bytes.begin(), lib->bytes.end()), "-o"))
+  if (auto err = write_output(out, std::string(lib->bytes.begin(), lib->bytes.end()), "-o"))
     return fail(*err);
   if (json) {
-    llvm::json::Array ex;
-    for (const std::string &e : lib->exports)
-      ex.push_back(e);
-    llvm::outs() << llvm::formatv("{0:2}", llvm::json::Value(llvm::json::Object{
-                                              {"ok", true}, {"implib", out},
-                                              {"dll", lib->dll_name}, {"exports", std::move(ex)}}))
-                 << "\n";
+    print_json(Json{{"ok", true}, {"implib", out}, {"dll", lib->dll_name}, {"exports", lib->exports}});
   } else {
     std::printf("wrote %s: %zu imports from %s\n", out.c_str(), lib->exports.size(),
                 lib->dll_name.c_str());

@@ -2,11 +2,9 @@
 // artifacts that `verify --trusted-key` and the loader check.
 #include "tools/cli.h"
 
-#include "hotlink/load.h"
+#include "hotlink/blake3.h"
+#include "hotlink/verify.h"
 #include "hotlink/signature.h"
-
-#include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/raw_ostream.h"
 
 #include <cstdio>
 
@@ -32,10 +30,7 @@ int keygen(int argc, char **argv) {
     return print_error(*err, json);
   std::string pub = key.public_key().hex();
   if (json)
-    llvm::outs() << llvm::formatv("{0:2}", llvm::json::Value(llvm::json::Object{
-                                               {"ok", true}, {"secret_key", out},
-                                               {"public_key", out + ".pub"}, {"key", pub}}))
-                 << "\n";
+    print_json(Json{{"ok", true}, {"secret_key", out}, {"public_key", out + ".pub"}, {"key", pub}});
   else
     std::printf("wrote %s (secret, mode 0600) and %s.pub (public key %s)\n", out.c_str(), out.c_str(),
                 pub.c_str());
@@ -90,15 +85,15 @@ int sign(int argc, char **argv) {
       statement = *old;
   }
   statement += key->sign_line(json_text) + "\n";
-  if (auto err = write_atomically(out, statement, "-o"))
+  if (auto err = write_output(out, statement, "-o"))
     return print_error(*err, json);
   std::string signer = key->public_key().hex();
   if (json)
-    llvm::outs() << llvm::formatv("{0:2}", llvm::json::Value(llvm::json::Object{
-                                               {"ok", true}, {"artifact", artifact}, {"signature", out},
-                                               {"signer", signer},
-                                               {"blake3", hotlink::loader::blake3_hex(bytes.value())}}))
-                 << "\n";
+    print_json(Json{{"ok", true},
+                    {"artifact", artifact},
+                    {"signature", out},
+                    {"signer", signer},
+                    {"blake3", hotlink::trust::blake3_hex(bytes.value())}});
   else
     std::printf("signed %s (%zu exports) with %s: %s\n", artifact.c_str(), info->exports.size(),
                 signer.substr(0, 16).c_str(), out.c_str());

@@ -297,27 +297,21 @@ void print_verbose(const LinkResult &r) {
 }
 
 void print_result_json(const LinkResult &r) {
-  llvm::json::Array diags;
+  Json diags = Json::array();
   for (const auto &d : r.diagnostics)
-    diags.push_back(llvm::json::Object{{"severity", severity_name(d.severity)}, {"message", d.message},
-                                       {"file", d.file}, {"symbol", d.symbol}});
-  auto array = [](const std::vector<std::string> &v) {
-    llvm::json::Array a;
-    for (const std::string &s : v)
-      a.push_back(s);
-    return a;
-  };
-  llvm::json::Object o{
+    diags.push_back(Json{{"severity", severity_name(d.severity)}, {"message", d.message},
+                         {"file", d.file}, {"symbol", d.symbol}});
+  Json o{
       {"ok", r.ok()},
       {"target", r.target},
       {"artifact", r.artifact_path},
-      {"exports", array(r.exports)},
-      {"support_objects", array(r.support_objects)},
-      {"system_libraries", array(r.system_libraries)},
-      {"import_thunks", array(r.import_thunks)},
+      {"exports", r.exports},
+      {"support_objects", r.support_objects},
+      {"system_libraries", r.system_libraries},
+      {"import_thunks", r.import_thunks},
       {"windows_crt", r.windows_crt},
-      {"runtime", array(r.runtime)},
-      {"runtime_added", array(r.runtime_added)},
+      {"runtime", r.runtime},
+      {"runtime_added", r.runtime_added},
       {"export_file", r.export_file},
       {"def", r.def_path},
       {"implib", r.implib_path},
@@ -327,16 +321,16 @@ void print_result_json(const LinkResult &r) {
       {"cache_stored", r.cache_stored},
       {"cache_key", r.cache_key},
       {"diagnostics", std::move(diags)},
-      {"timings_ms", llvm::json::Object{{"validate", r.timings.validate_ms},
-                                        {"prepare", r.timings.prepare_ms},
-                                        {"link", r.timings.link_ms},
-                                        {"cache", r.timings.cache_ms},
-                                        {"publish", r.timings.publish_ms},
-                                        {"total", r.timings.total_ms}}},
+      {"timings_ms", Json{{"validate", r.timings.validate_ms},
+                          {"prepare", r.timings.prepare_ms},
+                          {"link", r.timings.link_ms},
+                          {"cache", r.timings.cache_ms},
+                          {"publish", r.timings.publish_ms},
+                          {"total", r.timings.total_ms}}},
   };
   if (r.error)
     o["error"] = error_json(*r.error);
-  print_json_value(std::move(o));
+  print_json(o);
 }
 
 void print_result_text(const LinkResult &r) {

@@ -4,9 +4,10 @@
 #include "tools/cli.h"
 #include "base/batch_memory.h"
 
-#include "llvm/Support/Allocator.h"
-#include "llvm/Support/CommandLine.h"
-#include "llvm/Support/Error.h"
+// GCC's own @FILE expansion (expandargv), from libiberty; glibc declares
+// basename() for C++ itself.
+#define HAVE_DECL_BASENAME 1
+#include <libiberty/libiberty.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -51,19 +52,13 @@ const CommandEntry kCommands[] = {
 
 int main(int argc_in, char **argv_in) {
   hotlink::base::allocate_as_a_batch_process(); // one link, then an exit
-  // @FILE arguments are replaced by FILE's contents, split and quoted as lld
-  // and GCC do (GNU rules: quotes, backslash escapes, nested @files).
-  llvm::BumpPtrAllocator alloc;
-  llvm::SmallVector<const char *, 64> expanded(argv_in, argv_in + argc_in);
-  llvm::cl::ExpansionContext rsp(alloc, llvm::cl::TokenizeGNUCommandLine);
-  if (llvm::Error e = rsp.expandResponseFiles(expanded)) {
-    std::fprintf(stderr, "hotlink: error: %s (hint: check the @FILE argument)\n",
-                 llvm::toString(std::move(e)).c_str());
-    return hotlink::cli::kUsage;
-  }
-  std::vector<char *> args;
-  for (const char *a : expanded)
-    args.push_back(const_cast<char *>(a));
+  // @FILE arguments are replaced by FILE's contents, split and quoted as GCC
+  // does (GNU rules: quotes, backslash escapes, nested @files; an @FILE
+  // that cannot be read stays as it is, and then names a missing input).
+  int argc = argc_in;
+  char **argv = argv_in;
+  expandargv(&argc, &argv);
+  std::vector<char *> args(argv, argv + argc);
 
   if (args.size() < 2)
     return std::fputs(kTopHelp, stderr), hotlink::cli::kUsage;

@@ -2,13 +2,10 @@
 // Halide metadata.
 #include "tools/cli.h"
 
-#include "loader/halide_abi.h"
-#include "hotlink/verify_target.h"
+#include "hotlink/blake3.h"
 #include "hotlink/load.h"
 #include "hotlink/signature.h"
-
-#include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/raw_ostream.h"
+#include "hotlink/verify_target.h"
 
 #include <cstdio>
 
@@ -55,22 +52,18 @@ bool parse_abi(const std::string &spec, hotlink::loader::ExpectedAbi &abi) {
 
 // verify --load in text mode: each *_metadata() entry point's report, one
 // argument a line, as the JSON output has it.
-void print_metadata_text(const llvm::json::Array &metas) {
+void print_metadata_text(const Json &metas) {
   static const char *kKinds[] = {"scalar", "input", "output"};
   static const char *kCodes[] = {"int", "uint", "float", "handle", "bfloat"};
-  for (const llvm::json::Value &v : metas) {
-    const llvm::json::Object &m = *v.getAsObject();
-    const llvm::json::Array &args = *m.getArray("arguments");
-    std::printf("%s: pipeline '%s', metadata version %lld, %zu arguments\n",
-                m.getString("symbol").value_or("").str().c_str(), m.getString("name").value_or("").str().c_str(),
-                static_cast<long long>(m.getInteger("version").value_or(0)), args.size());
-    for (const llvm::json::Value &av : args) {
-      const llvm::json::Object &a = *av.getAsObject();
-      std::int64_t kind = a.getInteger("kind").value_or(-1), code = a.getInteger("type_code").value_or(-1);
-      std::printf("  %-16s %-6s %s%lld, %lld dimensions\n", a.getString("name").value_or("").str().c_str(),
+  for (const Json &m : metas) {
+    const Json &args = m["arguments"];
+    std::printf("%s: pipeline '%s', metadata version %d, %zu arguments\n", m["symbol"].get<std::string>().c_str(),
+                m["name"].get<std::string>().c_str(), m["version"].get<int>(), args.size());
+    for (const Json &a : args) {
+      int kind = a["kind"].get<int>(), code = a["type_code"].get<int>();
+      std::printf("  %-16s %-6s %s%d, %d dimensions\n", a["name"].get<std::string>().c_str(),
                   kind >= 0 && kind < 3 ? kKinds[kind] : "?", code >= 0 && code < 5 ? kCodes[code] : "type",
-                  static_cast<long long>(a.getInteger("type_bits").value_or(0)),
-                  static_cast<long long>(a.getInteger("dimensions").value_or(0)));
+                  a["type_bits"].get<int>(), a["dimensions"].get<int>());
     }
   }
 }
@@ -82,7 +75,6 @@ namespace {
 using hotlink::loader::ExpectedAbi;
 using hotlink::loader::Library;
 using hotlink::VerifyOptions;
-namespace halide_abi = hotlink::loader::halide_abi;
 
 // What `verify` reads from its command line.
 struct VerifyArgs {
@@ -129,17 +121,17 @@ void add_options(CLI::App &app, VerifyArgs &a) {
 
 // What the artifact says of itself (a code object's target ID, version and
 // kernels), into the JSON result; nothing for formats that say nothing.
-void add_description(VerifyArgs &a, const std::vector<std::uint8_t> &bytes, llvm::json::Object &out) {
+void add_description(VerifyArgs &a, const std::vector<std::uint8_t> &bytes, Json &out) {
   auto d = hotlink::describe_artifact(bytes, a.artifact);
   if (!d || (d->properties.empty() && d->exports.empty()))
     return;
   a.description = *d;
-  llvm::json::Object props;
+  Json props = Json::object();
   for (const auto &[k, v] : d->properties)
     props[k] = v;
-  llvm::json::Array entries;
+  Json entries = Json::array();
   for (const hotlink::ExportDetails &e : d->exports) {
-    llvm::json::Object o{{"name", e.name}};
+    Json o{{"name", e.name}};
     for (const auto &[k, v] : e.properties)
       o[k] = v;
     entries.push_back(std::move(o));
@@ -199,25 +191,16 @@ std::optional<hotlink::Error> read_statement(VerifyArgs &a) {
 }
 
 // Every *_metadata() entry point's report, as JSON.
-std::optional<hotlink::Error> read_metadata(const Library &lib, const std::vector<std::string> &meta_syms,
-                                            const std::string &artifact, llvm::json::Array &metas) {
+std::optional<hotlink::Error> read_metadata(const Library &lib, const std::vector<std::string> &meta_syms, Json &metas) {
   for (const std::string &m : meta_syms) {
-    auto fn = reinterpret_cast<const halide_abi::halide_filter_metadata_t *(*)()>(lib.symbol(m));
-    const halide_abi::halide_filter_metadata_t *md = fn ? fn() : nullptr;
-    if (!md || (md->num_arguments > 0 && !md->arguments) || md->num_arguments < 0)
-      return hotlink::make_error(hotlink::ErrorCode::AbiMismatch, "returns malformed metadata", artifact, m);
-    llvm::json::Array args;
-    for (int i = 0; i < md->num_arguments; ++i) {
-      const auto &arg = md->arguments[i];
-      // std::string copies: the strings live in the image, which is
-      // unmapped before the JSON is printed.
-      args.push_back(llvm::json::Object{{"name", std::string(arg.name ? arg.name : "")}, {"kind", arg.kind},
-                                        {"dimensions", arg.dimensions}, {"type_code", int(arg.type.code)},
-                                        {"type_bits", int(arg.type.bits)}});
-    }
-    metas.push_back(llvm::json::Object{{"symbol", m}, {"version", md->version},
-                                       {"name", std::string(md->name ? md->name : "")},
-                                       {"arguments", std::move(args)}});
+    auto md = hotlink::loader::read_pipeline_metadata(lib, m);
+    if (!md)
+      return md.take_error();
+    Json args = Json::array();
+    for (const hotlink::loader::AbiArgument &arg : md->arguments)
+      args.push_back(Json{{"name", arg.name}, {"kind", arg.kind}, {"dimensions", arg.dimensions},
+                          {"type_code", arg.type_code}, {"type_bits", arg.type_bits}});
+    metas.push_back(Json{{"symbol", m}, {"version", md->version}, {"name", md->name}, {"arguments", std::move(args)}});
   }
   return std::nullopt;
 }
@@ -226,7 +209,7 @@ std::optional<hotlink::Error> read_metadata(const Library &lib, const std::vecto
 // `usage` is set when --metadata must be given.
 std::optional<hotlink::Error> load_and_report(VerifyArgs &a, const std::vector<std::uint8_t> &bytes,
                                               const std::vector<std::string> &exports_list,
-                                              llvm::json::Array &metas, std::string &usage) {
+                                              Json &metas, std::string &usage) {
   auto loaded = hotlink::loader::load_verified(bytes, a.artifact, a.opts);
   if (!loaded)
     return loaded.error();
@@ -245,31 +228,27 @@ std::optional<hotlink::Error> load_and_report(VerifyArgs &a, const std::vector<s
     if (auto err = check_abi(*lib, a.metadata, a.abi))
       return err;
   }
-  return read_metadata(*lib, meta_syms, a.artifact, metas);
+  return read_metadata(*lib, meta_syms, metas);
 }
 
-int print_result(const VerifyArgs &a, llvm::json::Object out, const std::optional<hotlink::Error> &refusal,
-                 const std::vector<std::string> &exports_list, llvm::json::Array metas) {
+int print_result(const VerifyArgs &a, Json out, const std::optional<hotlink::Error> &refusal,
+                 const std::vector<std::string> &exports_list, Json metas) {
   out["ok"] = !refusal;
-  llvm::json::Array ex;
-  for (const std::string &e : exports_list)
-    ex.push_back(e);
-  out["exports"] = std::move(ex);
+  out["exports"] = exports_list;
   if (a.load)
     out["metadata"] = std::move(metas);
   if (refusal)
     out["error"] = error_json(*refusal);
   if (a.json) {
-    llvm::outs() << llvm::formatv("{0:2}", llvm::json::Value(std::move(out))) << "\n";
-    llvm::outs().flush();
+    print_json(out);
   } else if (refusal) {
     std::fprintf(stderr, "hotlink: refused: %s\n", refusal->to_string().c_str());
   } else {
     std::printf("accepted %s (%zu exports%s%s)\n", a.artifact.c_str(), exports_list.size(),
                 a.load ? ", loaded" : "", a.opts.trusted_keys.empty() ? "" : ", signed by a trusted key");
     print_description(a.description);
-    if (const llvm::json::Array *m = out.getArray("metadata"))
-      print_metadata_text(*m);
+    if (a.load)
+      print_metadata_text(out["metadata"]);
   }
   if (!refusal)
     return kOk;
@@ -296,9 +275,9 @@ int verify(int argc, char **argv) {
   }
   if (std::string why = check_args(a); !why.empty())
     return usage_error(why, "verify");
-  llvm::json::Object out{{"artifact", a.artifact}};
+  Json out{{"artifact", a.artifact}};
   std::vector<std::string> exports_list;
-  llvm::json::Array metas;
+  Json metas = Json::array();
   auto bytes = hotlink::read_artifact_file(a.artifact);
   std::optional<hotlink::Error> refusal = bytes ? read_statement(a) : bytes.error();
   if (!refusal && a.target.empty() && !a.opts.processor.empty())
@@ -313,7 +292,7 @@ int verify(int argc, char **argv) {
       if (!v->signer.empty())
         out["signer"] = v->signer;
       out["sha256"] = v->sha256.empty() ? hotlink::sha256_hex(bytes.value()) : v->sha256;
-      out["blake3"] = v->blake3.empty() ? hotlink::loader::blake3_hex(bytes.value()) : v->blake3;
+      out["blake3"] = v->blake3.empty() ? hotlink::trust::blake3_hex(bytes.value()) : v->blake3;
       add_description(a, bytes.value(), out);
       std::string usage;
       if (a.load)

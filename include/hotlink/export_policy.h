@@ -71,6 +71,27 @@ HOTLINK_API Expected<std::vector<Export>> select_exports(const std::vector<Objec
                                              Format format, Arch arch,
                                              const ExportPolicy &policy);
 
+// The export file each platform's linker reads, for `exports` (what
+// select_exports() chose). A writer returns text whose meaning is exactly
+// "export these names" (each name parses back as itself), or refuses with
+// an error naming the first name it cannot write safely:
+// - ELF version script: names are quoted ('*', '?', ';', '#', braces and
+//   spaces are literal); refused: '"', '\\', control bytes.
+// - Mach-O exported-symbols list: one '_'-prefixed name per line; refused:
+//   whitespace, '#', the glob characters '*?[]', control bytes.
+// - COFF .def: `library` is the DLL's file name (the LIBRARY line);
+//   ordinals are assigned from `first_ordinal` in order when it is not 0;
+//   DATA marks data symbols; refused: whitespace, ';', ',', '=', '"', a
+//   leading '@', control bytes.
+// - wasm: wasm-ld's --export=NAME flags; refused: control bytes, ','.
+// Every format refuses empty names, non-ASCII bytes and names over 4096
+// bytes.
+HOTLINK_API Expected<std::string> write_version_script(const std::vector<Export> &exports);
+HOTLINK_API Expected<std::string> write_macho_list(const std::vector<Export> &exports);
+HOTLINK_API Expected<std::string> write_def(const std::vector<Export> &exports, const std::string &library,
+                                            unsigned first_ordinal = 0);
+HOTLINK_API Expected<std::vector<std::string>> write_wasm_flags(const std::vector<Export> &exports);
+
 // The C++ demangling of a name (Itanium or MSVC), or the name itself.
 HOTLINK_API std::string demangle(const std::string &name);
 

@@ -284,6 +284,41 @@ HOTLINK_API std::vector<std::string> supported_targets();
 // for (e.g. COFF x86 -> "i686-pc-windows-msvc"); empty when none is.
 HOTLINK_API std::string triple_for(exports::Format format, exports::Arch arch);
 
+// The format and arch a triple of supported_targets() ("" = this host)
+// links to. BadRequest naming the triple, and listing the supported ones,
+// for any other.
+struct HOTLINK_API TargetFormat {
+  exports::Format format = exports::Format::Unknown;
+  exports::Arch arch = exports::Arch::Unknown;
+};
+HOTLINK_API Expected<TargetFormat> target_format(const std::string &triple);
+
+// The import library of a DLL that a module-definition file describes, as
+// `llvm-lib /def:` writes it: objects link against the DLL without its SDK.
+// The .def is read by LLVM's parser (the one lld-link and llvm-lib use); a
+// syntax error names the .def and its line.
+struct HOTLINK_API ImportLibrary {
+  std::vector<std::uint8_t> bytes;  // an archive of short import objects
+  std::string dll_name;             // what the importing image will load
+  std::vector<std::string> exports; // the names it declares, in .def order
+};
+// `machine`: x64 (amd64, x86_64), x86 (i386, i686) or arm64 (aarch64).
+// `dll_name` overrides the .def's LIBRARY name (needed when it has none).
+// `mingw`: read the .def as llvm-dlltool does (mingw-w64's own .def files):
+// on i386, `ExitProcess@4` gets its C underscore (`_ExitProcess@4`); by
+// default it is read as llvm-lib does, where it stays `ExitProcess@4`.
+HOTLINK_API Expected<ImportLibrary> import_library_from_def(const std::string &def_text, const std::string &def_name,
+                                                            const std::string &machine,
+                                                            const std::string &dll_name = {}, bool mingw = false);
+
+// Writes `bytes` to `path` as a link writes its output: into an unnamed
+// file beside it, renamed over `path` only when complete, so that nobody
+// sees a partial file; an existing path that is not a regular file (a
+// device such as /dev/null, a FIFO) is written in place, never replaced.
+// `mode` is the file's mode before the umask. OutputError names the path.
+HOTLINK_API std::optional<Error> write_output_file(const std::string &path, const std::vector<std::uint8_t> &bytes,
+                                                   unsigned mode = 0644);
+
 // hotlink's version ("0.1.0"), lld's version line ("LLD 22.1.0 (...)") and
 // the LLVM version hotlink was built against ("22.1.0").
 HOTLINK_API std::string version();

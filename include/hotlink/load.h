@@ -119,9 +119,24 @@ struct HOTLINK_API ExpectedAbi {
   std::vector<AbiArgument> arguments;
 };
 
+// What a Halide pipeline's `f_metadata()` reports of itself: the metadata
+// version, the pipeline's name and its arguments in order (kind 0 scalar,
+// 1 input buffer, 2 output buffer; type code 0 int, 1 uint, 2 float,
+// 3 handle, 4 bfloat). Copied out of the image: it outlives the Library.
+struct HOTLINK_API PipelineMetadata {
+  int version = 0;
+  std::string name;
+  std::vector<AbiArgument> arguments;
+};
+
 // Calls `metadata_symbol` (a `const halide_filter_metadata_t *(void)`) in
-// `lib` and compares its report with `expected`. The error names the first
-// argument or field that differs.
+// `lib` and reads its report. AbiMismatch, naming the symbol, when `lib`
+// has no such symbol or it reports null or a malformed table.
+HOTLINK_API Expected<PipelineMetadata> read_pipeline_metadata(const Library &lib,
+                                                              const std::string &metadata_symbol);
+
+// read_pipeline_metadata(), compared with `expected`. The error names the
+// first argument or field that differs.
 HOTLINK_API std::optional<Error> check_abi(const Library &lib, const std::string &metadata_symbol,
                                const ExpectedAbi &expected);
 

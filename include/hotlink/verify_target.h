@@ -37,10 +37,14 @@ struct HOTLINK_API ArtifactDescription {
   std::vector<ExportDetails> exports;
 };
 
-// What an artifact or object says of itself (amdgcn code objects and
-// objects: the header's target ID and code object version, and each
-// kernel of the NT_AMDGPU_METADATA note); empty for formats that describe
-// nothing. Errors name the input.
+// What an artifact or object says of itself; empty for formats that
+// describe nothing (a host artifact is answered without loading the
+// linker). Errors name the input.
+// - amdgcn code objects and objects: the header's target ID and code
+//   object version, and each kernel of the NT_AMDGPU_METADATA note;
+// - NVIDIA: a cubin's kernels, each with its arch and the resources its
+//   sections record; a PTX module's entries, each with its ptx_target; a
+//   fat binary's images' kernels, each with its image's.
 HOTLINK_API Expected<ArtifactDescription> describe_artifact(const std::vector<std::uint8_t> &bytes, const std::string &name);
 
 // Whether `target` ("" = this host) is linked to this host's format and

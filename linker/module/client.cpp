@@ -146,6 +146,11 @@ Expected<Verified> verify_for_target(const std::vector<std::uint8_t> &bytes, con
 }
 
 Expected<ArtifactDescription> describe_artifact(const std::vector<std::uint8_t> &bytes, const std::string &name) {
+  // Only GPU code objects describe themselves (their platforms' describe):
+  // a host artifact is answered here, without loading the linker.
+  if (auto art = exports::read_artifact(bytes.data(), bytes.size(), name))
+    if (art->arch != exports::Arch::AMDGCN && art->arch != exports::Arch::NVPTX64)
+      return ArtifactDescription{};
   auto table = linker_module::linker();
   if (!table)
     return table.take_error();
@@ -153,10 +158,27 @@ Expected<ArtifactDescription> describe_artifact(const std::vector<std::uint8_t> 
 }
 
 Expected<bool> loads_here(const std::string &target) {
+  if (target.empty()) // this host's artifacts load here
+    return true;
   auto table = linker_module::linker();
   if (!table)
     return table.take_error();
   return (*table)->loads_here(target);
+}
+
+Expected<TargetFormat> target_format(const std::string &triple) {
+  auto table = linker_module::linker();
+  if (!table)
+    return table.take_error();
+  return (*table)->target_format(triple);
+}
+
+Expected<ImportLibrary> import_library_from_def(const std::string &def_text, const std::string &def_name,
+                                                const std::string &machine, const std::string &dll_name, bool mingw) {
+  auto table = linker_module::linker();
+  if (!table)
+    return table.take_error();
+  return (*table)->import_library_from_def(def_text, def_name, machine, dll_name, mingw);
 }
 
 // lld's own answer; "" when the module cannot load.

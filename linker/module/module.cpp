@@ -1,5 +1,5 @@
 // libhotlink-linker.so's entry point (plugin.h): the linker behind the
-// table the runtime calls. Only hotlink_linker_module_v1 leaves the module.
+// table the runtime calls. Only hotlink_linker_module_v2 leaves the module.
 #include "linker/module/plugin.h"
 #include "hotlink/verify_target.h"
 
@@ -111,14 +111,27 @@ std::string triple_of(exports::Format format, exports::Arch arch) {
   return contained<std::string>([&] { return hotlink::triple_for(format, arch); }, [](Error) { return std::string(); });
 }
 
+Expected<TargetFormat> format_of(const std::string &triple) {
+  return contained<Expected<TargetFormat>>([&] { return hotlink::target_format(triple); },
+                                           as_expected<TargetFormat>);
+}
+
+Expected<ImportLibrary> implib(const std::string &def_text, const std::string &def_name, const std::string &machine,
+                               const std::string &dll_name, bool mingw) {
+  return contained<Expected<ImportLibrary>>(
+      [&] { return hotlink::import_library_from_def(def_text, def_name, machine, dll_name, mingw); },
+      as_expected<ImportLibrary>);
+}
+
 } // namespace
 
 } // namespace hotlink::linker_module
 
-extern "C" __attribute__((visibility("default"))) const hotlink::linker_module::Table *hotlink_linker_module_v1() {
+extern "C" __attribute__((visibility("default"))) const hotlink::linker_module::Table *hotlink_linker_module_v2() {
   using namespace hotlink::linker_module;
   static const Table table{stamp(HOTLINK_VERSION_STRING), create_service, destroy_service, link, submit, key_of,
                            stats_of, usable, llvm_options, artifact_of, verify_target, lld,
-                           object_of, targets, triple_of, demangled, described, loads};
+                           object_of, targets, triple_of, demangled, described, loads, format_of,
+                           implib};
   return &table;
 }

@@ -31,7 +31,9 @@
 
 namespace hotlink::linker_module {
 
-inline constexpr const char *kSymbol = "hotlink_linker_module_v1";
+// The table's version: a new one for each change of the Table's layout,
+// so a runtime never reads past the end of an older module's table.
+inline constexpr const char *kSymbol = "hotlink_linker_module_v2";
 inline constexpr const char *kEnv = "HOTLINK_LINKER_MODULE";
 
 // What must match between the two sides.
@@ -83,6 +85,12 @@ struct Table {
   // verify_target.h's other functions: they need the platform table.
   Expected<ArtifactDescription> (*describe_artifact)(const std::vector<std::uint8_t> &bytes, const std::string &name);
   Expected<bool> (*loads_here)(const std::string &target);
+  // link.h's target_format and import_library_from_def: the platform table,
+  // LLVM's .def parser and import-library writer.
+  Expected<TargetFormat> (*target_format)(const std::string &triple);
+  Expected<ImportLibrary> (*import_library_from_def)(const std::string &def_text, const std::string &def_name,
+                                                     const std::string &machine, const std::string &dll_name,
+                                                     bool mingw);
 };
 
 // The module's table, loaded once per process by the runtime (client.cpp);

@@ -26,6 +26,13 @@ std::vector<std::string> supported_targets() {
 
 std::string triple_for(exports::Format format, exports::Arch arch) { return detail::triple_for(format, arch); }
 
+Expected<TargetFormat> target_format(const std::string &triple) {
+  auto t = detail::resolve_target(triple);
+  if (!t)
+    return t.take_error();
+  return TargetFormat{t->format, t->arch};
+}
+
 namespace detail {
 
 // --- The table -------------------------------------------------------------------

@@ -3,7 +3,7 @@
 // where it has none (Mach-O dylibs).
 #include "hotlink/cache.h"
 #include "hotlink/symbols.h"
-#include "linker/implib.h"
+#include "hotlink/link.h"
 #include "linker/platforms/msvc/cxx_runtime.h"
 #include "linker/platforms/platform.h"
 #include "hotlink/link.h"

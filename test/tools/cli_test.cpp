@@ -10,6 +10,8 @@
 
 #include <filesystem>
 #include <regex>
+#include <set>
+#include <sstream>
 #include <sys/stat.h>
 #include <thread>
 
@@ -160,6 +162,45 @@ TEST(VerifyCli, AcceptsRefusesAndExplains) {
   EXPECT_EQ(test::run({bin, "verify"}).code, 2);
   EXPECT_EQ(test::run({bin, "verify", so, "--sha256", "xyz"}).code, 2);
   EXPECT_EQ(test::run({bin, "verify", "/nonexistent.so"}).code, 2);
+}
+
+// The CLI is a consumer of libhotlink.so like any other: a command that
+// links nothing (verify, exports of a host object, cache) maps no libLLVM,
+// lld or libclang-cpp; `link` loads the linker module, and libLLVM with it,
+// when it links.
+TEST(VerifyCli, OnlyACommandThatLinksMapsTheLinker) {
+  std::string bin = hotlink_bin();
+  test::Run needed = test::run({"/usr/bin/ldd", bin});
+  ASSERT_EQ(needed.code, 0) << needed.err;
+  EXPECT_NE(needed.out.find("libhotlink.so"), std::string::npos) << needed.out;
+  EXPECT_EQ(needed.out.find("libLLVM"), std::string::npos) << needed.out;
+  std::string so = test::temp_dir() + "/k.so";
+  test::write_file(so, test::compile_so("x86_64-linux-gnu", kMetaKernel));
+  // LD_DEBUG=files: each library the dynamic loader maps, dlopen's too.
+  test::RunOptions debug;
+  debug.env = {"LD_DEBUG=files"};
+  auto mapped = [](const test::Run &r) {
+    std::string names;
+    std::istringstream lines(r.err);
+    std::set<std::string> found;
+    for (std::string line; std::getline(lines, line);)
+      for (const char *lib : {"libLLVM", "liblld", "libclang-cpp", "libhotlink-linker"})
+        if (line.find("file=") != std::string::npos && line.find(lib) != std::string::npos)
+          found.insert(lib);
+    for (const std::string &lib : found)
+      names += (names.empty() ? "" : " ") + lib;
+    return names;
+  };
+  test::Run v = test::run({bin, "verify", so, "--expect", "f", "--load"}, debug);
+  EXPECT_EQ(v.code, 0) << v.err;
+  EXPECT_EQ(mapped(v), "");
+  test::Run c = test::run({bin, "cache", "stats", "--dir", test::temp_dir() + "/no-cache"}, debug);
+  EXPECT_EQ(c.code, 2);
+  EXPECT_EQ(mapped(c), "");
+  std::string obj = object_file(host_target(), "int f(int x) { return x; }");
+  test::Run l = test::run({bin, "link", "-o", test::temp_dir() + "/l.so", "--export", "f", obj}, debug);
+  EXPECT_EQ(l.code, 0) << l.err;
+  EXPECT_EQ(mapped(l), "libLLVM libhotlink-linker");
 }
 
 // A build host checks what it linked for other targets before shipping

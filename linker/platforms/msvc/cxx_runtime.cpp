@@ -1,7 +1,7 @@
 #include "linker/platforms/msvc/cxx_runtime.h"
 #include "base/memo.h"
 
-#include "linker/implib.h"
+#include "hotlink/link.h"
 #include "linker/codegen.h"
 #include "linker/platforms/coff/support.h"
 

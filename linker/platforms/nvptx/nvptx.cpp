@@ -259,21 +259,53 @@ std::optional<Error> nvptx_check_artifact(const std::vector<std::uint8_t> &bytes
   return std::nullopt;
 }
 
-// Each kernel's resources, as its own sections record them.
-Expected<ArtifactDescription> nvptx_describe(const std::vector<std::uint8_t> &bytes, const std::string &name) {
-  auto c = cubin::read(bytes.data(), bytes.size(), name);
+// One image's kernels, each with the architecture it is for: PTX's
+// .entry names (ptx_target), or a cubin's kernels (arch) with the
+// resources its sections record.
+Expected<ArtifactDescription> describe_image(const std::uint8_t *data, std::size_t size, const std::string &name) {
+  ArtifactDescription d;
+  if (exports::looks_like_ptx(data, size)) {
+    auto m = exports::read_ptx_module(data, size, name);
+    if (!m)
+      return m.take_error();
+    d.properties = {{"ptx_target", m->target}};
+    for (const std::string &k : m->kernels)
+      d.exports.push_back({k, {{"ptx_target", m->target}}});
+    return d;
+  }
+  auto c = cubin::read(data, size, name);
   if (!c)
     return c.take_error();
-  ArtifactDescription d;
-  d.properties = {{"arch", "sm_" + std::to_string(c->sm)}};
+  std::string arch = "sm_" + std::to_string(c->sm);
+  d.properties = {{"arch", arch}};
   auto n = [](std::uint64_t v) { return std::to_string(v); };
   for (const cubin::Kernel &k : c->kernels)
     d.exports.push_back({k.name,
-                         {{"registers", n(k.registers)},
+                         {{"arch", arch},
+                          {"registers", n(k.registers)},
                           {"shared_bytes", n(k.shared_bytes)},
                           {"frame_size", n(k.frame_size)},
                           {"min_stack_size", n(k.min_stack_size)},
                           {"param_bytes", n(k.param_bytes)}}});
+  return d;
+}
+
+// A cubin's, a PTX module's, or each image's of a fat binary.
+Expected<ArtifactDescription> nvptx_describe(const std::vector<std::uint8_t> &bytes, const std::string &name) {
+  if (!exports::looks_like_fatbin(bytes.data(), bytes.size()))
+    return describe_image(bytes.data(), bytes.size(), name);
+  auto images = exports::read_fatbin_images(bytes.data(), bytes.size(), name);
+  if (!images)
+    return images.take_error();
+  ArtifactDescription d;
+  d.properties = {{"images", std::to_string(images->size())}};
+  for (const exports::FatbinImage &image : *images) {
+    auto one = describe_image(image.bytes.data(), image.bytes.size(), name);
+    if (!one)
+      return one.take_error();
+    for (ExportDetails &e : one->exports)
+      d.exports.push_back(std::move(e));
+  }
   return d;
 }
 
