@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <thread>
 
 namespace hotlink {
@@ -332,6 +333,35 @@ TEST(CliHabits, ErrorsAboutTheOutputNameTheOutput) {
   EXPECT_EQ(r.code, 2) << r.err;
   EXPECT_NE(r.err.find("output '" + out + "'"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("input '" + out + "'"), std::string::npos) << r.err;
+}
+
+// `implib -o` and `sign -o` write as a link writes its output: a path that
+// is not a regular file (here a link to /dev/null) is written through,
+// never replaced by a rename.
+TEST(CliHabits, OutputsThatAreNotRegularFilesAreWrittenInPlace) {
+  std::string dir = test::temp_dir(), bin = hotlink_bin();
+  std::string def = "LIBRARY foo.dll\nEXPORTS\n  a\n";
+  test::write_file(dir + "/foo.def", test::Bytes(def.begin(), def.end()));
+  std::string so = dir + "/k.so";
+  test::write_file(so, test::compile_so("x86_64-linux-gnu", kMetaKernel));
+  ASSERT_EQ(test::run({bin, "keygen", "-o", dir + "/key"}).code, 0);
+  for (const char *name : {"/null.lib", "/null.sig"})
+    ASSERT_EQ(::symlink("/dev/null", (dir + name).c_str()), 0);
+  test::Run implib = test::run({bin, "implib", "--def", dir + "/foo.def", "--machine", "x64", "-o", dir + "/null.lib"});
+  EXPECT_EQ(implib.code, 0) << implib.err;
+  test::Run sign = test::run({bin, "sign", "--key", dir + "/key", so, "-o", dir + "/null.sig"});
+  EXPECT_EQ(sign.code, 0) << sign.err;
+  for (const char *name : {"/null.lib", "/null.sig"}) {
+    struct stat st;
+    ASSERT_EQ(::lstat((dir + name).c_str(), &st), 0);
+    EXPECT_TRUE(S_ISLNK(st.st_mode)) << name << " was replaced";
+  }
+  struct stat null;
+  ASSERT_EQ(::stat("/dev/null", &null), 0);
+  EXPECT_TRUE(S_ISCHR(null.st_mode));
+  // A regular path gets the file, as before.
+  EXPECT_EQ(test::run({bin, "implib", "--def", dir + "/foo.def", "--machine", "x64", "-o", dir + "/foo.lib"}).code, 0);
+  EXPECT_GT(test::read_file(dir + "/foo.lib").size(), 8u);
 }
 
 TEST(CliHabits, InspectingACacheThatDoesNotExistCreatesNothing) {
