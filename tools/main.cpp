@@ -58,7 +58,12 @@ int main(int argc_in, char **argv_in) {
   int argc = argc_in;
   char **argv = argv_in;
   expandargv(&argc, &argv);
-  std::vector<char *> args(argv, argv + argc);
+  std::vector<std::string> words(argv, argv + argc);
+  if (argv != argv_in)
+    freeargv(argv); // expandargv's copy: the words are ours now
+  std::vector<char *> args;
+  for (std::string &w : words)
+    args.push_back(w.data());
 
   if (args.size() < 2)
     return std::fputs(kTopHelp, stderr), hotlink::cli::kUsage;
