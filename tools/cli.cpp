@@ -158,13 +158,6 @@ std::optional<std::string> read_text_file(const std::string &path) {
   return std::string(bytes->begin(), bytes->end());
 }
 
-std::optional<Error> write_output(const std::string &path, const std::string &bytes, const std::string &flag) {
-  auto failed = write_output_file(path, std::vector<std::uint8_t>(bytes.begin(), bytes.end()));
-  if (failed)
-    failed->symbol = flag;
-  return failed;
-}
-
 void PolicyOptions::add_to(CLI::App &app) {
   const char *group = "Exports";
   app.add_option("--policy", mode, "entry-points (default), all, list or none")->type_name("P")->group(group);

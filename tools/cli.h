@@ -70,9 +70,6 @@ std::string format(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 // "1048576", "64K", "512M", "2G".
 bool parse_size(const std::string &s, std::uint64_t &out);
 std::optional<std::string> read_text_file(const std::string &path);
-// Writes `bytes` to `path` as a link writes its output (hotlink/link.h's
-// write_output_file); the error names `flag`.
-std::optional<Error> write_output(const std::string &path, const std::string &bytes, const std::string &flag);
 
 // --policy, --export, --include, --exclude, shared by `link` and `exports`.
 struct PolicyOptions {

@@ -35,7 +35,7 @@ int implib(int argc, char **argv) {
   auto lib = hotlink::import_library_from_def(std::string(text->begin(), text->end()), def, machine, dll, mingw);
   if (!lib)
     return fail(lib.error());
-  if (auto err = write_output(out, std::string(lib->bytes.begin(), lib->bytes.end()), "-o"))
+  if (auto err = write_output_file(out, lib->bytes))
     return fail(*err);
   if (json) {
     print_json(Json{{"ok", true}, {"implib", out}, {"dll", lib->dll_name}, {"exports", lib->exports}});

@@ -85,7 +85,7 @@ int sign(int argc, char **argv) {
       statement = *old;
   }
   statement += key->sign_line(json_text) + "\n";
-  if (auto err = write_output(out, statement, "-o"))
+  if (auto err = write_output_file(out, std::vector<std::uint8_t>(statement.begin(), statement.end())))
     return print_error(*err, json);
   std::string signer = key->public_key().hex();
   if (json)
