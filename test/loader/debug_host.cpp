@@ -9,6 +9,9 @@
 //   hotlink-debug-host spin V.so READY STOP   HotModule: V, then spin inside the kernel until STOP exists
 //   hotlink-debug-host loop V1 V2 MS READY STOP  V1 busy for MS ms, reload V2, busy MS ms,
 //                                             then wait for STOP ("-" for none)
+//   hotlink-debug-host step V1 V2 DIR          V1 busy until DIR/next exists, reload V2,
+//                                             busy until DIR/stop exists (DIR/ready and
+//                                             DIR/reloaded say when each phase began)
 //   hotlink-debug-host abort V.so             the kernel calls abort()
 //   hotlink-debug-host bad V.so               the kernel reads past a heap block
 #include "hotlink/hot_module.h"
@@ -38,6 +41,13 @@ void touch(const std::string &p) {
 int fail(const hotlink::Error &e) {
   std::fprintf(stderr, "%s\n", e.to_string().c_str());
   return 3;
+}
+
+void busy_until(HotModule::Entry<int(int)> &work, const std::string &file) {
+  volatile unsigned sink = 0;
+  while (!exists(file))
+    for (int i = 0; i < 64; ++i)
+      sink = sink + static_cast<unsigned>(work(100000));
 }
 
 void busy(HotModule::Entry<int(int)> &work, int ms) {
@@ -105,6 +115,17 @@ int main(int argc, char **argv) {
     while (stop != "-" && !exists(stop))
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     std::printf("looped\n");
+    return 0;
+  }
+  if (mode == "step" && argc >= 5) {
+    std::string dir = argv[4];
+    touch(dir + "/ready");
+    busy_until(work.value(), dir + "/next");
+    if (auto err = module.reload(argv[3]))
+      return fail(*err);
+    touch(dir + "/reloaded");
+    busy_until(work.value(), dir + "/stop");
+    std::printf("stepped\n");
     return 0;
   }
   if (mode == "abort") {

@@ -168,14 +168,24 @@ TEST(Profilers, PerfNamesTheKernelFunctionInEachVersion) {
     GTEST_SKIP() << why;
   std::string dir = test::temp_dir();
   std::string v1 = debug_kernel(dir, 1), v2 = debug_kernel(dir, 2);
-  std::string ready = dir + "/ready", stop = dir + "/stop", data = dir + "/perf.data";
-  // perf records the running host; the report is read while the host
-  // (and so its mapped versions) is still there.
-  std::string script = "'" + host() + "' loop '" + v1 + "' '" + v2 + "' 600 '" + ready + "' '" + stop + "' & pid=$!\n"
-                       "while [ ! -e '" + ready + "' ]; do sleep 0.01; done\n"
-                       "'" + kPerf + "' record -q --no-buildid-cache -e cpu-clock -p $pid -o '" + data + "' -- sleep 1.6\n"
+  std::string data = dir + "/perf.data";
+  // perf attaches to the running host with its events off, and turns them
+  // on through its control FIFO; only after perf acknowledges is the host
+  // told to reload, so each version is sampled however slowly perf starts.
+  // The report is read while the host (and so its mapped versions) is
+  // still there.
+  std::string script = "cd '" + dir + "' && mkfifo ctl ack\n"
+                       "'" + host() + "' step '" + v1 + "' '" + v2 + "' . & pid=$!\n"
+                       "until [ -e ready ]; do sleep 0.01; done\n"
+                       "'" + kPerf + "' record -q --no-buildid-cache -D -1 --control fifo:ctl,ack -e cpu-clock"
+                       " -p $pid -o '" + data + "' & perf=$!\n"
+                       "exec 3<>ctl 4<>ack\n"
+                       "echo enable >&3; read -r answer <&4\n"
+                       "sleep 0.3; touch next\n"
+                       "until [ -e reloaded ]; do sleep 0.01; done\n"
+                       "sleep 0.3; kill -INT $perf; wait $perf\n"
                        "'" + kPerf + "' report -i '" + data + "' --stdio --sort dso,sym 2>/dev/null\n"
-                       "touch '" + stop + "'\nwait $pid\n";
+                       "touch stop; wait $pid\n";
   test::Run p = run({"/bin/sh", "-c", script});
   EXPECT_FALSE(p.timed_out);
   std::set<std::string> dsos = kernel_dsos(p.out);
