@@ -12,7 +12,8 @@
 //       loading the file;
 // and, reported, the design's floor (a C++ program that reads the cached
 // entry's files, writes a private copy and dlopens it, with no hotlink)
-// and an empty C program.
+// and an empty C program; then where (a)'s CPU goes: the C API process
+// stopped after each of its steps, against the reference.
 // Goal (issue 44): (a) and (b) at most 1.5x the reference's CPU, and peak
 // RSS at most the reference's + 8 MiB; (c) reported.
 //
@@ -77,24 +78,71 @@ struct Row {
   bool goal = true; // held to the goal (c is reported)
 };
 
-// `runs` alternating runs of each; false when one failed.
+// Medians of `runs` rounds, each running every process once in turn;
+// empty when one failed.
+std::vector<Sample> measure_together(int runs, const std::vector<std::vector<std::string>> &processes,
+                                     const std::vector<std::string> &env) {
+  std::vector<std::vector<double>> cpu(processes.size()), rss(processes.size());
+  for (int i = 0; i < runs; ++i)
+    for (std::size_t p = 0; p < processes.size(); ++p) {
+      Sample x = run(processes[p], env);
+      if (x.cpu_ms < 0)
+        return {};
+      cpu[p].push_back(x.cpu_ms);
+      rss[p].push_back(x.rss_mib);
+    }
+  std::vector<Sample> out;
+  for (std::size_t p = 0; p < processes.size(); ++p)
+    out.push_back({median(cpu[p]), median(rss[p])});
+  return out;
+}
+
+// `runs` alternating runs of a row's process and its reference; false
+// when one failed.
 bool measure(Row &row, int runs, const std::vector<std::string> &a, const std::vector<std::string> &b,
              const std::vector<std::string> &env) {
-  std::vector<double> cpu, ref_cpu, rss, ref_rss;
-  for (int i = 0; i < runs; ++i) {
-    Sample x = run(a, env), y = run(b, env);
-    if (x.cpu_ms < 0 || y.cpu_ms < 0)
-      return false;
-    cpu.push_back(x.cpu_ms);
-    rss.push_back(x.rss_mib);
-    ref_cpu.push_back(y.cpu_ms);
-    ref_rss.push_back(y.rss_mib);
-  }
-  row.cpu = median(cpu);
-  row.ref_cpu = median(ref_cpu);
-  row.rss = median(rss);
-  row.ref_rss = median(ref_rss);
+  std::vector<Sample> m = measure_together(runs, {a, b}, env);
+  if (m.empty())
+    return false;
+  row.cpu = m[0].cpu_ms;
+  row.rss = m[0].rss_mib;
+  row.ref_cpu = m[1].cpu_ms;
+  row.ref_rss = m[1].rss_mib;
   return true;
+}
+
+// Where (a)'s CPU goes: the reference, then the C API process stopped
+// after each step, measured in the same rounds; each line says what its
+// step added to the one before.
+std::string breakdown(int runs, const std::vector<std::string> &reference, const std::vector<std::string> &capi,
+                      std::string &error) {
+  const char *steps[] = {"a C program linked with libhotlink.so that calls nothing",
+                         "+ `hotlink_cache_open` and `hotlink_cache_close`",
+                         "+ `hotlink_cache_get_or_build`: the hit (manifest and artifact read, BLAKE3 checked)",
+                         "+ `hotlink_entry_load` (verify, private copy, dlopen) and the call: (a)"};
+  std::vector<std::vector<std::string>> processes = {reference};
+  for (int i = 0; i < 4; ++i) {
+    processes.push_back(capi);
+    processes.back().push_back(std::to_string(i));
+  }
+  std::vector<Sample> m = measure_together(runs, processes, {});
+  if (m.empty()) {
+    error = "a step of the breakdown failed";
+    return {};
+  }
+  std::string out = "| process | CPU | added by its step | x the reference | peak RSS |\n|---|---|---|---|---|\n";
+  char line[512];
+  std::snprintf(line, sizeof line, "| the reference: a C++ program, dlopen, dlsym, call | %.2f ms | | 1.00x | %.1f MiB |\n",
+                m[0].cpu_ms, m[0].rss_mib);
+  out += line;
+  for (int i = 0; i < 4; ++i) {
+    double before = i == 0 ? m[0].cpu_ms : m[i].cpu_ms;
+    std::snprintf(line, sizeof line, "| %s | %.2f ms | %+.2f ms | %.2fx | %.1f MiB |\n", steps[i], m[i + 1].cpu_ms,
+                  m[i + 1].cpu_ms - before, m[i + 1].cpu_ms / m[0].cpu_ms, m[i + 1].rss_mib);
+    out += line;
+  }
+  return out + "\nMedians of " + std::to_string(runs) +
+         " rounds, each running the five processes in turn; the first step is set against the reference.\n";
 }
 
 std::string table(const std::vector<Row> &rows, int runs) {
@@ -191,10 +239,11 @@ int main(int argc, char **argv) {
             measure(rows[3], runs, python, {"python3", "-c", py_ref, so}, {python_path}) &&
             measure(rows[4], runs, {bin + "/private_copy_ref", manifest, stored}, {bin + "/dlopen_ref_cxx", so}, {}) &&
             measure(rows[5], runs, {bin + "/empty_c"}, {bin + "/empty_c"}, {});
+  std::string why, steps = ok ? breakdown(runs, {bin + "/dlopen_ref_cxx", so}, capi, why) : "";
   std::system(("rm -rf '" + dir + "'").c_str());
-  if (!ok)
-    return std::fprintf(stderr, "startup_bench: a process failed\n"), 1;
-  std::string t = table(rows, runs);
+  if (!ok || steps.empty())
+    return std::fprintf(stderr, "startup_bench: %s\n", ok ? why.c_str() : "a process failed"), 1;
+  std::string t = table(rows, runs) + "\nWhere (a)'s CPU goes:\n\n" + steps;
   std::fputs(t.c_str(), stdout);
   if (!markdown.empty())
     std::ofstream(markdown) << t;
