@@ -30,6 +30,20 @@ bool write_all(int fd, const void *data, std::size_t size, std::optional<std::ui
   return true;
 }
 
+bool read_exact(int fd, std::vector<std::uint8_t> &out, std::uint64_t size) {
+  out.resize(size);
+  std::uint64_t done = 0;
+  while (done < size) {
+    ssize_t n = ::pread(fd, out.data() + done, size - done, static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return false;
+    done += static_cast<std::uint64_t>(n);
+  }
+  return true;
+}
+
 void remove_tree(const std::string &dir) {
   if (DIR *d = ::opendir(dir.c_str())) {
     while (struct dirent *e = ::readdir(d)) {

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace hotlink::base {
 
@@ -16,6 +17,10 @@ namespace hotlink::base {
 // offset, or from `at` (pwrite, the offset untouched). False (errno set)
 // when the file refused more.
 bool write_all(int fd, const void *data, std::size_t size, std::optional<std::uint64_t> at = std::nullopt);
+
+// Reads exactly `size` bytes from the start of `fd` into `out` (pread,
+// retrying short reads and EINTR). False when the file holds fewer.
+bool read_exact(int fd, std::vector<std::uint8_t> &out, std::uint64_t size);
 
 // Removes a directory and everything in it, FIFOs and sockets included
 // (llvm::sys::fs::remove_directories leaves those behind).

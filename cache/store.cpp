@@ -117,7 +117,7 @@ std::string Cache::Impl::read_entry(const Key &k, int fd, Entry &e, bool *refuse
   if (static_cast<std::uint64_t>(st.st_size) > kMaxManifestBytes)
     return "manifest is implausibly large";
   std::vector<std::uint8_t> mbytes;
-  if (!read_exact(fd, mbytes, static_cast<std::uint64_t>(st.st_size)))
+  if (!base::read_exact(fd, mbytes, static_cast<std::uint64_t>(st.st_size)))
     return "cannot read the manifest";
   e.statement.assign(mbytes.begin(), mbytes.end());
   std::string why = decode_manifest(e.statement, e.manifest);
@@ -143,7 +143,7 @@ std::string Cache::Impl::read_entry(const Key &k, int fd, Entry &e, bool *refuse
     if (::fstat(f.get(), &fs) != 0 || static_cast<std::uint64_t>(fs.st_size) != size)
       return std::string(ext + 1) + " file has the wrong size (" +
              std::to_string(fs.st_size) + " bytes, manifest says " + std::to_string(size) + ")";
-    if (!read_exact(f.get(), out, size))
+    if (!base::read_exact(f.get(), out, size))
       return std::string("cannot read the ") + (ext + 1) + " file";
     if (trust::blake3_hex(out.data(), out.size()) != hash)
       return std::string(ext + 1) + " file's BLAKE3 does not match the manifest";

@@ -83,21 +83,6 @@ private:
   int fd_ = -1;
 };
 
-// Reads exactly `size` bytes from the start of fd.
-inline bool read_exact(int fd, std::vector<std::uint8_t> &out, std::uint64_t size) {
-  out.resize(size);
-  std::uint64_t done = 0;
-  while (done < size) {
-    ssize_t n = ::pread(fd, out.data() + done, size - done, static_cast<off_t>(done));
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      return false;
-    done += static_cast<std::uint64_t>(n);
-  }
-  return true;
-}
-
 // True when fd is still the file that `path` names (it was not unlinked or
 // replaced after it was opened).
 inline bool same_file(int fd, const std::string &path) {

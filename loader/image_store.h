@@ -6,7 +6,11 @@
 //   into a directory of its own inside the per-user store
 //   ($HOTLINK_KEEP_IMAGES, else $XDG_CACHE_HOME/hotlink/images, else
 //   ~/.cache/hotlink/images; mode 0700), and leaves them there when they are
-//   unmapped and when it exits. So the path the dynamic loader recorded
+//   unmapped and when it exits. The directories are slots
+//   (STORE/hotlink-load-N): a process holds the first whose lock is free
+//   for its life, and the next owner of a slot writes beside what the
+//   earlier ones left (or, for the same bytes under the same name, uses
+//   their copy). So the path the dynamic loader recorded
 //   still names the image after the process is gone: `perf record` reads
 //   each mapped file's build-id when the workload has exited (and copies it
 //   into ~/.debug), and gdb opens a core file's libraries by those paths.
@@ -29,6 +33,7 @@
 
 #include "hotlink/load.h"
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -39,6 +44,9 @@ struct CopyDirectory {
   std::string error; // why not
   bool kept = false; // in the store: copies stay after unmap and exit
   std::string store; // the store it is in, when kept
+  // When this process took the directory (CLOCK_REALTIME_COARSE, the file
+  // system's clock, in ns): a copy older than that is an earlier owner's.
+  std::int64_t taken_ns = 0;
 };
 
 // The directory for `options`' copies (made once per store, per process).
@@ -48,6 +56,15 @@ const CopyDirectory &copy_directory(const LoadOptions &options);
 // against the bound, and protect it from pruning while it is mapped.
 void kept(const CopyDirectory &dir, const std::string &path, const std::vector<std::uint8_t> &bytes,
           const LoadOptions &options);
+// When the taken name `path`, in a directory of the store, holds a copy of
+// these same bytes that an earlier owner of the directory left (names
+// repeat from one owner to the next), it serves as this load's copy: its
+// time is set to now, as a new copy's would be, and true is returned. So a
+// program started over and over neither fills its directory with numbered
+// duplicates nor writes the same file each time. A copy this process (or
+// its parent, since it took the directory) made is never one: each load
+// maps a copy of its own.
+bool reuse(const CopyDirectory &dir, const std::string &path, const std::vector<std::uint8_t> &bytes);
 // It is unmapped: it may be pruned from now on.
 void unmapped(const std::string &path);
 

@@ -113,6 +113,81 @@ std::string make_process_dir(const std::string &base, std::string &error) {
   return path;
 }
 
+// The store's directories are slots, STORE/hotlink-load-N (N = 0, 1, ...):
+// a process owns the first whose .lock nobody holds, and keeps that lock
+// for its life. A slot outlives its owners, so a process's start opens and
+// locks a file instead of making a directory and a file, the costliest
+// system calls of a load on a journaling file system; the store holds as
+// many slots as processes ever used it at once.
+constexpr int kMaxSlots = 4096;
+
+// Takes slot `dir`: opens (making them if need be) the directory and its
+// .lock, and locks it if nobody holds it. The lock's descriptor (kept open
+// for the process's life), -1 when another process holds the slot or is
+// making or removing it (`busy`), or -1 with `error` set when the store
+// refuses the directory or the file.
+int lock_slot(const std::string &dir, bool &busy, std::string &error) {
+  std::string lock = dir + "/.lock";
+  busy = false;
+  int fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0 && errno == ENOENT) {
+    if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+      error = "cannot create " + dir + ": " + std::strerror(errno);
+      return -1;
+    }
+    fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  }
+  if (fd < 0) {
+    // Removed by a prune between the two calls, or a stray file of a
+    // slot's name: a slot further on.
+    busy = errno == ENOENT || errno == ENOTDIR || errno == ELOOP;
+    if (!busy)
+      error = "cannot open " + lock + ": " + std::strerror(errno);
+    return -1;
+  }
+  // A prune removes a dead slot's .lock while holding its lock: a lock
+  // taken on a file that is no longer the slot's .lock owns nothing.
+  struct stat held, named;
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0 || ::fstat(fd, &held) != 0 || ::lstat(lock.c_str(), &named) != 0 ||
+      held.st_dev != named.st_dev || held.st_ino != named.st_ino) {
+    ::close(fd);
+    busy = true;
+    return -1;
+  }
+  return fd;
+}
+
+std::string adopt_slot(const std::string &store, std::string &error) {
+  for (int n = 0; n < kMaxSlots; ++n) {
+    std::string dir = store + "/" + kPrefix + std::to_string(n);
+    bool busy = false;
+    if (lock_slot(dir, busy, error) >= 0)
+      return dir;
+    if (!busy)
+      return {};
+    // Held by a live process, or made or removed at this moment by
+    // another: a slot further on.
+  }
+  error = "all " + std::to_string(kMaxSlots) + " of its directories are held by processes";
+  return {};
+}
+
+// Removes the slot `dir` when its owner is gone and nothing but its .lock
+// is left in it. The .lock goes under its lock, so that no process takes
+// the slot meanwhile (one that opened it before owns nothing: lock_slot).
+void remove_if_abandoned(const std::string &dir) {
+  if (::rmdir(dir.c_str()) == 0)
+    return;
+  int fd = ::open((dir + "/.lock").c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0)
+    return;
+  if (::flock(fd, LOCK_EX | LOCK_NB) == 0) {
+    ::unlink((dir + "/.lock").c_str());
+    ::rmdir(dir.c_str()); // only when no image is left in it; else it stays, and its next owner makes a .lock
+  }
+  ::close(fd);
+}
+
 // The tmpfs directory removes itself at exit, with whatever copies are left
 // (a mapping outlives its file); a forked child leaves its parent's alone.
 struct TmpDirectory : CopyDirectory {
@@ -238,11 +313,9 @@ void prune_locked(const std::string &store, const std::string &mine, const LoadO
       ::unlink(n.c_str());
     total -= im->size;
   }
-  for (const auto &[dir, st] : dirs)
-    if (dir != mine && ::rmdir(dir.c_str()) != 0 && abandoned(dir, st)) {
-      ::unlink((dir + "/.lock").c_str());
-      ::rmdir(dir.c_str()); // only when nothing else is left in it
-    }
+  for (const auto &d : dirs)
+    if (d.first != mine)
+      remove_if_abandoned(d.first);
   int stamp = ::open((store + kPruneStamp).c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (stamp >= 0) {
     ::futimens(stamp, nullptr);
@@ -259,27 +332,30 @@ bool pruned_lately(const std::string &store) {
 const CopyDirectory *store_directory(const std::string &store, const LoadOptions &options) {
   static std::map<std::string, std::unique_ptr<CopyDirectory>> made;
   std::lock_guard<std::mutex> lock(g_mu);
-  auto &slot = made[store];
-  if (!slot) {
-    slot = std::make_unique<CopyDirectory>();
+  auto &entry = made[store];
+  if (!entry) {
+    entry = std::make_unique<CopyDirectory>();
     std::string why = unusable(store);
     if (why.empty())
-      slot->path = make_process_dir(store, why);
-    if (slot->path.empty()) {
+      entry->path = adopt_slot(store, why);
+    struct timespec now;
+    ::clock_gettime(CLOCK_REALTIME_COARSE, &now);
+    entry->taken_ns = now.tv_sec * 1000000000ll + now.tv_nsec;
+    if (entry->path.empty()) {
       std::fprintf(stderr,
                    "hotlink: warning: the post-mortem image store %s cannot be used (%s); loaded images are "
                    "removed when the process exits, so perf and gdb cannot name their functions afterwards "
                    "(set HOTLINK_KEEP_IMAGES to another directory, or to off)\n",
                    store.c_str(), why.c_str());
-      slot->error = why;
+      entry->error = why;
       return nullptr;
     }
-    slot->kept = true;
-    slot->store = store;
+    entry->kept = true;
+    entry->store = store;
     if (!pruned_lately(store))
-      prune_locked(store, slot->path, options);
+      prune_locked(store, entry->path, options);
   }
-  return slot->path.empty() ? nullptr : slot.get();
+  return entry->path.empty() ? nullptr : entry.get();
 }
 
 } // namespace
@@ -321,6 +397,22 @@ void kept(const CopyDirectory &dir, const std::string &path, const std::vector<s
     written = 0;
     prune_locked(dir.store, dir.path, options);
   }
+}
+
+bool reuse(const CopyDirectory &dir, const std::string &path, const std::vector<std::uint8_t> &bytes) {
+  if (!dir.kept)
+    return false;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0)
+    return false;
+  struct stat st;
+  std::vector<std::uint8_t> there;
+  bool same = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::getuid() && (st.st_mode & 0222) == 0 &&
+              st.st_mtim.tv_sec * 1000000000ll + st.st_mtim.tv_nsec < dir.taken_ns &&
+              std::uint64_t(st.st_size) == bytes.size() && base::read_exact(fd, there, bytes.size()) &&
+              there == bytes && ::futimens(fd, nullptr) == 0;
+  ::close(fd);
+  return same;
 }
 
 void unmapped(const std::string &path) {

@@ -91,11 +91,15 @@ Expected<std::unique_ptr<Library>> load_private(const std::vector<std::uint8_t> 
   std::string file = clean(options.file_name.empty() ? copy_file_name(name, options.version, blake3_hex(bytes))
                                                      : options.file_name);
   // The name is taken when this process (or a forked child, which shares
-  // the directory) loaded the same bytes as the same version before, and
-  // the store kept that copy: then NAME.vN.<hash>.K.so, K = 2, 3, ...
+  // the directory) loaded the same bytes as the same version before and
+  // maps that copy, or when an earlier owner of the store's directory left
+  // other bytes under it: then NAME.vN.<hash>.K.so, K = 2, 3, ... An
+  // earlier owner's copy of the same bytes is this load's copy
+  // (store::reuse).
   int fd = -1;
+  bool reused = false;
   auto [stem, ext] = split_extension(file);
-  for (int attempt = 1; attempt <= 1000 && fd < 0; ++attempt) {
+  for (int attempt = 1; attempt <= 1000 && fd < 0 && !reused; ++attempt) {
     std::string f = attempt == 1 ? file : stem + "." + std::to_string(attempt) + ext;
     lib->copy_path_ = dir.path + "/" + f;
     // Read-only from its creation: nobody changes it after it was verified
@@ -103,21 +107,22 @@ Expected<std::unique_ptr<Library>> load_private(const std::vector<std::uint8_t> 
     fd = ::open(lib->copy_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0500);
     if (fd < 0 && errno != EEXIST)
       break;
-    if (fd >= 0)
-      file = f;
+    reused = fd < 0 && store::reuse(dir, lib->copy_path_, bytes);
   }
-  if (fd < 0) {
+  if (fd < 0 && !reused) {
     int e = errno;
     lib->copy_path_.clear();
     return make_error(ErrorCode::LoadFailed, "cannot create the private copy in " + dir.path + ": " + std::strerror(e),
                       name);
   }
-  bool ok = base::write_all(fd, bytes.data(), bytes.size());
-  int e = errno;
-  ok = ::close(fd) == 0 && ok;
-  if (!ok)
-    return make_error(ErrorCode::LoadFailed, std::string("cannot write the private copy: ") + std::strerror(e),
-                      name); // ~Library removes it
+  if (!reused) {
+    bool ok = base::write_all(fd, bytes.data(), bytes.size());
+    int e = errno;
+    ok = ::close(fd) == 0 && ok;
+    if (!ok)
+      return make_error(ErrorCode::LoadFailed, std::string("cannot write the private copy: ") + std::strerror(e),
+                        name); // ~Library removes it
+  }
   lib->handle_ = dlopen(lib->copy_path_.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!lib->handle_) {
     const char *why = dlerror();

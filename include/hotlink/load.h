@@ -4,8 +4,8 @@
 // - Every artifact is verified first (hotlink/verify.h, beneath the loader
 //   and the linker alike); nothing here maps bytes that were not.
 // - load_private() maps a private copy: a uniquely named real file (on
-//   Linux in a per-process directory, mode 0700: in the post-mortem store
-//   by default, else on tmpfs; named NAME.N.<hash>.so; on Windows a
+//   Linux in a directory the process holds, mode 0700: in the post-mortem
+//   store by default, else on tmpfs; named NAME.N.<hash>.so; on Windows a
 //   directory per copy, with the DLL's PDB beside it), so the same path can be loaded again and again, a writer can
 //   replace the published file while an old version is mapped, the dynamic
 //   loader never hands back a stale image, and debuggers and profilers

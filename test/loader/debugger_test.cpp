@@ -17,6 +17,7 @@
 #include <fstream>
 #include <regex>
 #include <set>
+#include <thread>
 #include <fcntl.h>
 #include <sys/stat.h>
 
@@ -321,6 +322,7 @@ TEST(PostMortem, TheStoreIsBoundedInBytesAndAge) {
       ASSERT_EQ(::utimensat(AT_FDCWD, (aged + "/.pruned").c_str(), hours_ago, 0), 0);
     }
     young.keep_images = aged; // this process's first use of that store
+    young.file_name = "kernel.now.so"; // not the host's name, which the same bytes would write over
     auto now = loader::load_private(bytes.value(), v1, young);
     ASSERT_TRUE(now.ok());
     EXPECT_TRUE(test::exists(now.value()->path()));
@@ -329,6 +331,50 @@ TEST(PostMortem, TheStoreIsBoundedInBytesAndAge) {
     else
       EXPECT_EQ(stored_images(aged), 1u) << "only the image mapped now is left";
   }
+}
+
+// The store's process directories, by name.
+std::set<std::string> process_dirs(const std::string &store) {
+  std::set<std::string> out;
+  for (const auto &d : std::filesystem::directory_iterator(store))
+    if (d.is_directory() && d.path().filename().string().rfind("hotlink-load-", 0) == 0)
+      out.insert(d.path().filename().string());
+  return out;
+}
+
+TEST(PostMortem, ProcessesTakeTurnsInTheStoresDirectoriesAndARestartAddsNoCopy) {
+  std::string dir = test::temp_dir();
+  std::string v1 = debug_kernel(dir, 1);
+  std::string store = test::temp_dir() + "/kept";
+  std::vector<std::string> env = {"HOTLINK_KEEP_IMAGES=" + store};
+  // One host after another: each takes the directory the last one left,
+  // and maps the last one's copy of the same bytes under the same name.
+  // (A copy is an earlier owner's when its time is before the directory
+  // was taken, on the file system's clock: the hosts are spaced a few of
+  // its ticks apart.)
+  for (int i = 0; i < 3; ++i) {
+    test::Run r = run({host(), "private", v1}, env);
+    ASSERT_EQ(r.code, 0) << r.err;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(process_dirs(store), std::set<std::string>{"hotlink-load-0"});
+  EXPECT_EQ(stored_images(store), 1u) << "a restart added a numbered duplicate of the same image";
+  // A host that is still running keeps its directory: the next one takes
+  // another, and neither touches the other's image.
+  std::string ready = dir + "/ready", stop = dir + "/stop";
+  std::string script = "'" + host() + "' spin '" + v1 + "' '" + ready + "' '" + stop + "' & pid=$!\n"
+                       "while [ ! -e '" + ready + "' ]; do sleep 0.02; done\n"
+                       "'" + host() + "' private '" + v1 + "' || exit 9\n"
+                       "touch '" + stop + "'\nwait $pid\n";
+  test::RunOptions o;
+  o.env = env;
+  o.timeout_seconds = 60;
+  test::Run both = test::run({"/bin/sh", "-c", script}, o);
+  ASSERT_EQ(both.code, 0) << both.err;
+  EXPECT_EQ(process_dirs(store), (std::set<std::string>{"hotlink-load-0", "hotlink-load-1"}));
+  // Directory 0: the earlier hosts' copy and the running host's version;
+  // directory 1: the second host's copy.
+  EXPECT_EQ(stored_images(store), 3u);
 }
 
 TEST(PostMortem, AStoreThatCannotBeUsedIsAWarningNotAFailedLoad) {
@@ -381,6 +427,16 @@ TEST(LoadFiles, EachVersionIsARealFileThatLivesAsLongAsItIsMapped) {
   }
   EXPECT_TRUE(test::exists(path));
   EXPECT_EQ(path.rfind(kept.keep_images + "/hotlink-load-", 0), 0u) << path;
+  // In the store too, each load in a process maps a copy of its own, even
+  // of the same bytes under the same name, mapped or not.
+  kept.file_name = "same.so";
+  auto first = loader::load_private(bytes.value(), v1, kept);
+  auto second = loader::load_private(bytes.value(), v1, kept);
+  ASSERT_TRUE(first.ok() && second.ok());
+  EXPECT_NE(first.value()->path(), second.value()->path());
+  first = loader::load_private(bytes.value(), v1, kept);
+  ASSERT_TRUE(first.ok());
+  EXPECT_NE(first.value()->path(), second.value()->path());
 }
 
 TEST(LoadFiles, WhatAKilledHostLeftIsRemovedByTheNextOne) {

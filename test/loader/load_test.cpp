@@ -383,11 +383,13 @@ void fpe_after_recovery_scope(bool guard_first_inside_scope) {
   ASSERT_FALSE(m.reload(kernels().v[1], "good").has_value());
   {
     exports::RecoveryScope verifying; // another thread verifying a reload
-    if (guard_first_inside_scope)
+    if (guard_first_inside_scope) {
       ASSERT_EQ(m.guarded(f, 4).value(), 41);
+    }
   }
-  if (!guard_first_inside_scope)
+  if (!guard_first_inside_scope) {
     ASSERT_EQ(m.guarded(f, 4).value(), 41);
+  }
   {
     exports::RecoveryScope linking;
     Bytes fpe = faulting_kernel(3, kDivideByZero);
