@@ -44,6 +44,13 @@ bool read_exact(int fd, std::vector<std::uint8_t> &out, std::uint64_t size) {
   return true;
 }
 
+bool same_file(int fd, const std::string &path) {
+  struct stat a, b;
+  if (::fstat(fd, &a) != 0 || ::stat(path.c_str(), &b) != 0)
+    return false;
+  return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
 void remove_tree(const std::string &dir) {
   if (DIR *d = ::opendir(dir.c_str())) {
     while (struct dirent *e = ::readdir(d)) {

@@ -22,6 +22,11 @@ bool write_all(int fd, const void *data, std::size_t size, std::optional<std::ui
 // retrying short reads and EINTR). False when the file holds fewer.
 bool read_exact(int fd, std::vector<std::uint8_t> &out, std::uint64_t size);
 
+// True when `fd` is still the file that `path` names (it was not unlinked
+// or replaced after it was opened): the check after taking a lock file's
+// lock, which a remover takes before it unlinks the file.
+bool same_file(int fd, const std::string &path);
+
 // Removes a directory and everything in it, FIFOs and sockets included
 // (llvm::sys::fs::remove_directories leaves those behind).
 void remove_tree(const std::string &dir);

@@ -24,7 +24,7 @@ bool Cache::Impl::lock_file(const std::string &path, std::chrono::steady_clock::
                            : flock_until(fd.get(), LOCK_EX, deadline);
     if (!got)
       return false;
-    if (same_file(fd.get(), path)) {
+    if (base::same_file(fd.get(), path)) {
       out = std::move(fd);
       return true;
     }
@@ -71,7 +71,7 @@ Cache::Impl::Removal Cache::Impl::remove_locked(const Key &k, Fd &fd, bool wait,
                   : ::flock(fd.get(), LOCK_EX | LOCK_NB) == 0;
   if (!got)
     return Removal::InUse;
-  if (!same_file(fd.get(), m))
+  if (!base::same_file(fd.get(), m))
     return Removal::Gone;
   std::uint64_t size = 0;
   struct stat st;
@@ -178,7 +178,7 @@ Lookup Cache::Impl::find(const Key &k, bool touch, bool key_locked) {
       return out; // no entry
     if (::flock(fd.get(), LOCK_SH) != 0)
       return out;
-    if (!same_file(fd.get(), m))
+    if (!base::same_file(fd.get(), m))
       continue; // removed or replaced while we waited: look again
     Entry e;
     bool refused = false;

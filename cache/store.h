@@ -83,15 +83,6 @@ private:
   int fd_ = -1;
 };
 
-// True when fd is still the file that `path` names (it was not unlinked or
-// replaced after it was opened).
-inline bool same_file(int fd, const std::string &path) {
-  struct stat a, b;
-  if (::fstat(fd, &a) != 0 || ::stat(path.c_str(), &b) != 0)
-    return false;
-  return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
-}
-
 // flock with a deadline (polling, so that a timeout is possible).
 inline bool flock_until(int fd, int op, std::chrono::steady_clock::time_point deadline) {
   auto nap = std::chrono::microseconds(200);

@@ -147,9 +147,7 @@ int lock_slot(const std::string &dir, bool &busy, std::string &error) {
   }
   // A prune removes a dead slot's .lock while holding its lock: a lock
   // taken on a file that is no longer the slot's .lock owns nothing.
-  struct stat held, named;
-  if (::flock(fd, LOCK_EX | LOCK_NB) != 0 || ::fstat(fd, &held) != 0 || ::lstat(lock.c_str(), &named) != 0 ||
-      held.st_dev != named.st_dev || held.st_ino != named.st_ino) {
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0 || !base::same_file(fd, lock)) {
     ::close(fd);
     busy = true;
     return -1;
@@ -338,9 +336,6 @@ const CopyDirectory *store_directory(const std::string &store, const LoadOptions
     std::string why = unusable(store);
     if (why.empty())
       entry->path = adopt_slot(store, why);
-    struct timespec now;
-    ::clock_gettime(CLOCK_REALTIME_COARSE, &now);
-    entry->taken_ns = now.tv_sec * 1000000000ll + now.tv_nsec;
     if (entry->path.empty()) {
       std::fprintf(stderr,
                    "hotlink: warning: the post-mortem image store %s cannot be used (%s); loaded images are "
@@ -350,6 +345,9 @@ const CopyDirectory *store_directory(const std::string &store, const LoadOptions
       entry->error = why;
       return nullptr;
     }
+    struct timespec now;
+    ::clock_gettime(CLOCK_REALTIME_COARSE, &now);
+    entry->taken_ns = now.tv_sec * 1000000000ll + now.tv_nsec;
     entry->kept = true;
     entry->store = store;
     if (!pruned_lately(store))
