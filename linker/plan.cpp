@@ -92,6 +92,11 @@ void head(PlanContext &ctx) {
     out_name = "hotlink" + ctx.target().extension;
   job.output_name = out_name;
   job.in_memory = ctx.plan.platform->links_in_memory();
+  // The user's -L first, as clang's driver puts them: lld searches the
+  // folders in the order given, whatever their place among the inputs, so
+  // the platform's own (the system's) come after them.
+  for (const std::string &p : ctx.request.library_paths)
+    job.args.push_back(ctx.plan.platform->library_path(p));
   ctx.plan.platform->head(ctx, out_name);
 }
 
@@ -107,8 +112,6 @@ void inputs(PlanContext &ctx) {
   Job &job = ctx.job();
   const PlatformLink &platform = *ctx.plan.platform;
   std::vector<Arg> &a = job.args;
-  for (const std::string &p : ctx.request.library_paths)
-    a.push_back(platform.library_path(p));
   bool whole = whole_archives(ctx);
   for (std::size_t i = 0; i < ctx.inputs.size(); ++i) {
     LoadedInput &l = ctx.inputs[i];

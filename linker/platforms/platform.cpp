@@ -199,7 +199,9 @@ Expected<Arg> PlatformLink::library(PlanContext &ctx, const std::string &name) {
       dirs.push_back(ctx.request.sysroot + "/lib");
       dirs.push_back(ctx.request.sysroot);
     }
-    std::string found = find_library_file(dirs, library_files(name));
+    // -l:FILE names the file itself.
+    std::string found = find_library_file(dirs, name.rfind(':', 0) == 0 ? std::vector<std::string>{name.substr(1)}
+                                                                        : library_files(name));
     if (!found.empty())
       ctx.fingerprint_file("library " + name, found);
   }

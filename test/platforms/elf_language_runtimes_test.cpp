@@ -397,5 +397,78 @@ TEST(Runtimes, TheCliShowsTheHomeOfAnUndefinedName) {
   EXPECT_EQ(verbose.err.find("warning"), std::string::npos) << verbose.err;
 }
 
+// --- The library search, in clang's order (issue 54) -----------------------------
+
+// A kernel reading Box2D's b2_version (a variable libbox2d.so defines).
+const char *kBox2dVersionKernel = "struct Version { int major, minor, revision; };\n"
+                                  "extern struct Version b2_version;\n"
+                                  "int box2d_major(void) { return b2_version.major; }\n";
+
+// box2d_major() of the shared object at `so`, as a host that links no Box2D sees it.
+std::string box2d_major_of(const std::string &dir, const std::string &so) {
+  std::string host = dlopen_host(dir, "", "int (*f)(void) = (int (*)(void))dlsym(h, \"box2d_major\");\n"
+                                          "  printf(\"%d\\n\", f());");
+  test::Run r = run({host, so});
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  return r.out;
+}
+
+// -L DIR -l box2d with DIR/libbox2d.a: the archive, as `clang++ -shared`
+// links it, not the system's libbox2d.so (lld searches the folders in the
+// order given, and the user's came after the system's).
+TEST(Runtimes, UserLibraryFoldersAreSearchedBeforeTheSystems) {
+  std::string dir = test::temp_dir();
+  ::mkdir((dir + "/box2d_static").c_str(), 0755);
+  std::string archive = test::make_archive(
+      {{"version.o", test::compile_c(kHost, "struct Version { int major, minor, revision; } b2_version = {9, 8, 7};\n")}});
+  test::write_file(dir + "/box2d_static/libbox2d.a", test::read_file(archive));
+  Bytes obj = test::compile_c(kHost, kBox2dVersionKernel);
+  test::write_file(dir + "/k.o", obj);
+  // The reference: clang's driver with the same flags.
+  test::Run ref = run({HOTLINK_TEST_CLANG, "-shared", "-fuse-ld=lld", dir + "/k.o", "-L", dir + "/box2d_static",
+                       "-l", "box2d", "-o", dir + "/clang.so"});
+  ASSERT_EQ(ref.code, 0) << ref.err;
+  ASSERT_EQ(box2d_major_of(dir, dir + "/clang.so"), "9\n") << "clang linked another libbox2d";
+  LinkRequest req;
+  req.libraries = {"box2d"};
+  req.library_paths = {dir + "/box2d_static"};
+  LinkResult r = link_objects(dir + "/hotlink.so", {obj}, "", req);
+  ASSERT_TRUE(r.ok()) << r.error->to_string();
+  EXPECT_EQ(box2d_major_of(dir, dir + "/hotlink.so"), "9\n") << "the system's libbox2d.so was linked";
+  // Without -L, the system's library (2.4.1), as clang links it.
+  LinkRequest system;
+  system.libraries = {"box2d"};
+  LinkResult s = link_objects(dir + "/system.so", {obj}, "", system);
+  ASSERT_TRUE(s.ok()) << s.error->to_string();
+  EXPECT_EQ(box2d_major_of(dir, dir + "/system.so"), "2\n");
+}
+
+// -l:libbox2d.so.2 names a file: what it defines is not "left undefined".
+TEST(Runtimes, AColonLibraryCountsAsDefiningWhatItDefines) {
+  std::string dir = test::temp_dir();
+  Bytes obj = test::compile_c(kHost, kBox2dVersionKernel);
+  LinkRequest req;
+  req.libraries = {":libbox2d.so.2"};
+  LinkResult r = link_objects(dir + "/k.so", {obj}, "", req);
+  ASSERT_TRUE(r.ok()) << r.error->to_string();
+  EXPECT_TRUE(warnings_for(r, "b2_version").empty()) << warnings_for(r, "b2_version")[0]->message;
+  EXPECT_EQ(box2d_major_of(dir, dir + "/k.so"), "2\n");
+}
+
+// --no-undefined's hint names the library for a C++ name too (lld names it
+// demangled: b2Alloc_Default(int)).
+TEST(Runtimes, TheNoUndefinedHintNamesTheLibraryOfACxxName) {
+  Bytes obj = test::compile_with({HOTLINK_TEST_CLANG, "--target=x86_64-linux-gnu", "-O1", "-c", "-x", "c++"},
+                                 "#include <box2d/b2_settings.h>\n"
+                                 "extern \"C\" void *grab(int n) { return b2Alloc_Default(n); }\n");
+  std::string dir = test::temp_dir();
+  LinkRequest req;
+  req.undefined = Undefined::Error;
+  LinkResult r = link_objects(dir + "/k.so", {obj}, "", req);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error->symbol, "b2Alloc_Default(int)");
+  EXPECT_NE(r.error->hint.find("libbox2d.so defines it: add -l box2d"), std::string::npos) << r.error->to_string();
+}
+
 } // namespace
 } // namespace hotlink

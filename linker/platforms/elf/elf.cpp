@@ -8,6 +8,7 @@
 #include "base/text.h"
 
 #include "exports/names.h"
+#include "hotlink/export_policy.h"
 #include "exports/version_script.h"
 #include "exports/writers.h"
 #include "linker/codegen.h"
@@ -127,6 +128,9 @@ public:
     ctx.plan.runtime_added = std::move(needs->added);
     ctx.plan.diagnostics.insert(ctx.plan.diagnostics.end(), needs->warnings.begin(), needs->warnings.end());
     homes_ = std::move(needs->homes);
+    // lld names a C++ symbol demangled in its errors: the hint finds it so too.
+    for (const auto &[name, home] : std::map<std::string, LibraryHome>(homes_.begin(), homes_.end()))
+      homes_.emplace(exports::demangle(name), home);
     ctx.plan.fingerprints.insert(ctx.plan.fingerprints.end(), env_->fingerprints.begin(), env_->fingerprints.end());
     return std::nullopt;
   }

@@ -5,6 +5,7 @@
 #include "linker/plan.h"
 #include "base/text.h"
 
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 
 #include <algorithm>
@@ -136,13 +137,23 @@ std::vector<std::string> search_dirs(const PlanContext &ctx, const RuntimeEnviro
 }
 
 // Whether the user's libraries include `home` (by -l name or path), or
-// define `name` themselves (a library given by path: read only when a
+// define `name` themselves (a library given by path, or by -l:FILE, which
+// lld looks up as that file name in the search folders: read only when a
 // name has a home elsewhere, which most warm links never ask).
 class UserLibraries {
 public:
-  UserLibraries(const PlanContext &ctx, std::uint16_t machine) : ctx_(ctx), machine_(machine) {
+  UserLibraries(const PlanContext &ctx, std::uint16_t machine, const std::vector<std::string> &dirs)
+      : ctx_(ctx), machine_(machine) {
     for (const std::string &l : ctx.request.libraries) {
       llvm::StringRef lib(l);
+      if (lib.starts_with(":")) {
+        for (const std::string &d : dirs)
+          if (llvm::sys::fs::is_regular_file(d + "/" + lib.drop_front(1))) {
+            paths_.insert(d + "/" + lib.drop_front(1).str());
+            break;
+          }
+        continue;
+      }
       (lib.contains('/') || lib.ends_with(".a") || lib.ends_with(".so") ? paths_ : names_).insert(l);
     }
   }
@@ -200,9 +211,9 @@ Expected<RuntimeNeeds> runtime_needs(const PlanContext &ctx, const SymbolScan &s
     left = left_undefined(ctx, **env);
   std::vector<std::string_view> libm_names, quadmath_names;
   if (!left.empty()) {
-    LibrarySearch search(search_dirs(ctx, **env), ctx.request.library_paths.size(), ctx.request.sysroot,
-                         elf_machine(ctx.target()));
-    UserLibraries user(ctx, elf_machine(ctx.target()));
+    std::vector<std::string> dirs = search_dirs(ctx, **env);
+    LibrarySearch search(dirs, ctx.request.library_paths.size(), ctx.request.sysroot, elf_machine(ctx.target()));
+    UserLibraries user(ctx, elf_machine(ctx.target()), dirs);
     for (std::string_view name : left) {
       const LibraryHome *home = search.home(name);
       if (!home || user.covers(name, *home))
