@@ -3,9 +3,16 @@
 // (HotModule::guarded) into a return instead of the end of the process.
 //
 // Contract:
-// - run_catching_faults(call) runs call on this thread and returns 0, or
-//   the signal a fault inside it raised on this thread. The first call
-//   installs the handlers, process-wide, once.
+// - run_catching_faults(call) runs call on this thread and returns a
+//   Fault whose signal is 0, or the signal a fault inside it raised on
+//   this thread with where it happened. The first call installs the
+//   handlers, process-wide, once.
+// - However the call ends, the guard it armed is disarmed: a return, a C++
+//   exception leaving it (disarmed as the exception passes), or a longjmp
+//   out of it (a host's handler jumping to its own sigsetjmp): a guard
+//   whose frame the faulting thread's stack has left (the fault's stack
+//   pointer is above the guarded frame, on this thread's stack) is
+//   dropped, never jumped into.
 // - A fault on a thread outside such a call goes where it went before: on
 //   a thread inside LLVM's crash recovery (a RecoveringThread scope, which
 //   exports/recovery opens) to LLVM's handler, else to the host's handler,
@@ -18,11 +25,29 @@
 //   (the host's, often the default action) killed the process.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 
 namespace hotlink::base {
 
-int run_catching_faults(const std::function<void()> &call);
+// Where a guarded call faulted.
+struct Fault {
+  int signal = 0;             // 0: the call returned
+  std::uintptr_t address = 0; // the address the fault names (si_addr)
+  // frames[0] is the faulting instruction; then the return addresses of
+  // the calls it was inside, innermost first, as far as the unwinder finds
+  // them (code with no unwind tables, or an unmapped address, ends the walk).
+  static constexpr int kMaxFrames = 48;
+  std::uintptr_t frames[kMaxFrames] = {};
+  int frame_count = 0;
+};
+
+Fault run_catching_faults(const std::function<void()> &call);
+
+// The instruction and stack pointers a signal interrupted, from its
+// handler's ucontext_t (0 on a host this does not know).
+std::uintptr_t interrupted_pc(const void *ucontext);
+std::uintptr_t interrupted_sp(const void *ucontext);
 
 // Marks this thread as inside LLVM's crash recovery (a RunSafely call) for
 // the scope's lifetime: its faults go to LLVM's handler.

@@ -7,6 +7,7 @@
 #include <csetjmp>
 #include <csignal>
 #include <cstring>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/inotify.h>
@@ -20,7 +21,8 @@ struct HotModule::Version {
   std::unique_ptr<Library> lib;            // null once unmapped
   std::vector<StateVariable> state;        // addresses in lib's image
   std::atomic<void *> slots[kMaxEntries] = {};
-  std::atomic<std::int64_t> pins{0};
+  std::atomic<std::int64_t> pins{0};       // calls inside (Pin)
+  std::atomic<std::int64_t> holds{0};      // Keeps: mapped, but no call inside
   bool retired = false;                    // under mu_
   std::unique_ptr<ForwardImage> forward;   // with forward_old_versions
 };
@@ -115,6 +117,30 @@ void *HotModule::Pin::slot(int i) const { return v_->slots[i].load(std::memory_o
 void *HotModule::Pin::address(int i) const {
   return v_ && i >= 0 && i < kMaxEntries ? slot(i) : nullptr;
 }
+
+HotModule::Keep HotModule::keep_mapped(const Pin &p) const {
+  if (!p.v_)
+    return Keep();
+  p.v_->holds.fetch_add(1, std::memory_order_seq_cst); // the pin keeps it mapped meanwhile
+  return Keep(p.v_);
+}
+
+HotModule::Keep &HotModule::Keep::operator=(Keep &&o) noexcept {
+  if (this != &o) {
+    if (v_)
+      v_->holds.fetch_sub(1, std::memory_order_seq_cst);
+    v_ = o.v_;
+    o.v_ = nullptr;
+  }
+  return *this;
+}
+
+HotModule::Keep::~Keep() {
+  if (v_)
+    v_->holds.fetch_sub(1, std::memory_order_seq_cst);
+}
+
+std::uint64_t HotModule::Keep::version() const { return v_ ? v_->info.number : 0; }
 
 Expected<int> HotModule::register_entry(const std::string &name) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -271,8 +297,14 @@ bool HotModule::close_and_drain(Version *old) {
   current_.store(gate(), std::memory_order_seq_cst);
   // A pin taken from now on sees the gate on its second load and backs off
   // (pin()), so old's count only falls.
+  return wait_unpinned(old);
+}
+
+// Waits up to state_drain_timeout for the calls inside `v`, which is not
+// current (or behind the gate): its pin count only falls.
+bool HotModule::wait_unpinned(Version *v) const {
   auto deadline = std::chrono::steady_clock::now() + options_.state_drain_timeout;
-  for (int spins = 0; old->pins.load(std::memory_order_seq_cst) != 0; ++spins) {
+  for (int spins = 0; v->pins.load(std::memory_order_seq_cst) != 0; ++spins) {
     if (std::chrono::steady_clock::now() >= deadline)
       return false;
     if (spins < 64)
@@ -283,14 +315,17 @@ bool HotModule::close_and_drain(Version *old) {
   return true;
 }
 
+// Publishes first, then forwards: no call reaches `fresh` before it is
+// current, and a pinned call in `old` finishes in old's own code.
 void HotModule::publish(Version *fresh, Version *old) {
-  forward_to(fresh);
+  own_code_again(fresh);
   ++next_number_;
   current_.store(fresh, std::memory_order_seq_cst);
   generation_.fetch_add(1);
   if (previous_)
     retire_locked(previous_);
   previous_ = old;
+  forward_to(fresh, old);
   collect_locked();
 }
 
@@ -305,13 +340,15 @@ std::optional<Error> HotModule::rollback() {
 
 void HotModule::rollback_locked() {
   Version *bad = current_.load();
-  carry_back(bad, previous_);
-  forward_to(previous_);
-  current_.store(previous_, std::memory_order_seq_cst);
+  Version *back = previous_;
+  carry_back(bad, back);
+  own_code_again(back);
+  current_.store(back, std::memory_order_seq_cst);
   generation_.fetch_add(1);
   previous_ = nullptr;
   if (bad)
     retire_locked(bad);
+  forward_to(back, bad);
   collect_locked();
 }
 
@@ -337,21 +374,31 @@ void HotModule::retire_locked(Version *v) { v->retired = true; }
 
 std::size_t HotModule::collect() {
   std::lock_guard<std::mutex> lock(mu_);
+  forward_pending_locked();
   return collect_locked();
 }
 
 std::size_t HotModule::collect_locked() {
   std::size_t n = 0;
   for (auto &v : versions_) {
-    if (!v->retired || !v->lib || v->forward || v->pins.load(std::memory_order_seq_cst) != 0)
+    if (!v->retired || !v->lib || v->forward || v->pins.load(std::memory_order_seq_cst) != 0 ||
+        v->holds.load(std::memory_order_seq_cst) != 0)
       continue;
-    if (options_.on_unload)
-      options_.on_unload(v->info.number);
-    v->lib.reset(); // dlclose
+    unmap_locked(v.get());
     ++n;
   }
   recycle_unmapped();
   return n;
+}
+
+void HotModule::unmap_locked(Version *v) {
+  if (options_.on_unload)
+    options_.on_unload(v->info.number);
+  if (unmapped_.size() >= 64)
+    unmapped_.erase(unmapped_.begin());
+  unmapped_.push_back({v->info.number, v->info.source, v->lib->ranges()});
+  v->lib.reset(); // dlclose
+  v->forward.reset();
 }
 
 // --- Forwarding ----------------------------------------------------------------------
@@ -370,22 +417,79 @@ std::vector<ForwardImage *> HotModule::forwarded_except(const Version *v) const 
   return out;
 }
 
-// Points every older mapped version at `target` (before it is published:
-// its state was carried already).
-void HotModule::forward_to(Version *target) {
+// A version made current again (a rollback) runs its own code: put back
+// before it is published, while no call can pin it.
+void HotModule::own_code_again(Version *v) {
+  if (!options_.forward_old_versions || !v->forward)
+    return;
+  ForwardReport r = loader::forward_to(*v->forward, {});
+  if (!r.unavailable.empty())
+    forwarding_off(r.unavailable);
+}
+
+// Points every older mapped version at `target`, which is current now:
+// `replaced` once the pinned calls inside it have returned (a pinned batch
+// runs one version's code to its end), any other as soon as no pin holds
+// it. Those still pinned are forwarded by a later collect(), quiesce() or
+// reload().
+void HotModule::forward_to(Version *target, Version *replaced) {
   if (!options_.forward_old_versions)
     return;
   if (!target->forward) {
     target->info.forwarding.unavailable = forwarding_off_;
     return;
   }
-  target->info.forwarding = loader::forward_to(*target->forward, forwarded_except(target));
+  if (replaced && replaced->lib && replaced->forward)
+    (void)wait_unpinned(replaced);
+  std::vector<ForwardImage *> others;
+  std::vector<std::string> waiting;
+  for (const auto &o : versions_) {
+    if (o.get() == target || !o->lib || !o->forward)
+      continue;
+    if (o->pins.load(std::memory_order_seq_cst) != 0)
+      waiting.push_back("version " + std::to_string(o->info.number) +
+                        ": a pinned call was still inside it; it is forwarded by the next collect(), quiesce() or "
+                        "reload() after the call returns");
+    else
+      others.push_back(o->forward.get());
+  }
+  forward_pending_ = !waiting.empty();
+  ForwardReport report = loader::forward_to(*target->forward, others);
+  for (std::string &w : waiting) {
+    ++report.kept;
+    report.kept_reasons.insert(report.kept_reasons.begin(), std::move(w));
+  }
+  target->info.forwarding = std::move(report);
   if (!target->info.forwarding.unavailable.empty())
     forwarding_off(target->info.forwarding.unavailable);
 }
 
+void HotModule::forward_pending_locked() {
+  if (!forward_pending_)
+    return;
+  Version *cur = current_.load();
+  if (!cur || cur == gate() || !cur->forward) {
+    forward_pending_ = false;
+    return;
+  }
+  std::vector<ForwardImage *> others;
+  forward_pending_ = false;
+  for (const auto &o : versions_)
+    if (o.get() != cur && o->lib && o->forward) {
+      if (o->pins.load(std::memory_order_seq_cst) != 0)
+        forward_pending_ = true;
+      else
+        others.push_back(o->forward.get());
+    }
+  ForwardReport r = loader::forward_to(*cur->forward, others);
+  cur->info.forwarding.forwarded = r.forwarded;
+  if (!r.unavailable.empty())
+    forwarding_off(r.unavailable);
+}
+
 std::size_t HotModule::quiesce() {
   std::lock_guard<std::mutex> lock(mu_);
+  forward_pending_locked();
   std::vector<Version *> replaced; // the rollback target counts, and stays
   for (auto &v : versions_)
     if ((v->retired || v.get() == previous_) && v->lib && v->forward)
@@ -395,12 +499,10 @@ std::size_t HotModule::quiesce() {
   std::size_t n = 0;
   for (std::size_t i = options_.forward_keep_versions; i < replaced.size(); ++i) {
     Version *v = replaced[i];
-    if (v == previous_ || v->pins.load(std::memory_order_seq_cst) != 0 || !unforward_from(*v->forward, forwarded_except(v)))
-      continue; // still entered, or a jump into it could not be undone: it stays
-    if (options_.on_unload)
-      options_.on_unload(v->info.number);
-    v->lib.reset();
-    v->forward.reset();
+    if (v == previous_ || v->pins.load(std::memory_order_seq_cst) != 0 ||
+        v->holds.load(std::memory_order_seq_cst) != 0 || !unforward_from(*v->forward, forwarded_except(v)))
+      continue; // still entered or kept, or a jump into it could not be undone: it stays
+    unmap_locked(v);
     ++n;
   }
   return n + collect_locked();
@@ -422,33 +524,121 @@ std::size_t HotModule::mapped_versions() const {
 // ---------------------------------------------------------------------------
 // Guarded calls.
 
-int HotModule::run_guarded(const std::function<void()> &call) { return base::run_catching_faults(call); }
+// Whose code an address is: a mapped version's, or one unmapped lately.
+struct HotModule::Blame {
+  const Version *version = nullptr;       // mapped
+  const Unmapped *unmapped = nullptr;     // or gone
+  int frame = -1;                         // which frame was theirs: 0, the faulting instruction
+};
 
-std::string HotModule::source_of(const Pin &p) { return p.v_ ? p.v_->info.source : std::string(); }
-
-Error HotModule::fault_error(int sig, std::uint64_t version, const std::string &source) {
-  std::string name = sig == SIGSEGV ? "SIGSEGV" : sig == SIGBUS ? "SIGBUS" : sig == SIGILL ? "SIGILL" : "SIGFPE";
-  // Checked and undone under one lock: a version published after the
-  // faulting one (by reload() on another thread) is never rolled back.
-  std::string outcome;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    Version *v = current_.load();
-    if (!v || v->info.number != version) {
-      outcome = v ? "; version " + std::to_string(v->info.number) + " already replaced it, and serves"
-                  : "; no version is loaded now";
-    } else {
-      if (previous_ && previous_->lib) {
-        outcome = "; rolled back to version " + std::to_string(previous_->info.number);
-        rollback_locked();
-      } else {
-        outcome = "; no previous version to roll back to, so it still serves";
-      }
+HotModule::Blame HotModule::blame_locked(int signal, std::uintptr_t address, const std::uintptr_t *frames,
+                                         int count) const {
+  auto in = [](const std::vector<ImageRange> &ranges, std::uintptr_t a) {
+    return std::any_of(ranges.begin(), ranges.end(), [a](const ImageRange &r) { return a >= r.start && a < r.end; });
+  };
+  // Newest first: an address range a later mapping reuses is the later one's.
+  auto gone = [&](std::uintptr_t a) -> const Unmapped * {
+    for (auto it = unmapped_.rbegin(); it != unmapped_.rend(); ++it)
+      if (in(it->ranges, a))
+        return &*it;
+    return nullptr;
+  };
+  auto mapped = [&](std::uintptr_t a) -> const Version * {
+    for (const auto &v : versions_)
+      if (v->lib && in(v->lib->ranges(), a))
+        return v.get();
+    return nullptr;
+  };
+  Blame b;
+  // An access to what an unmapped version held (its vtable, its code)
+  // through a pointer that outlived it: that version, whoever's code
+  // followed the pointer.
+  if ((signal == SIGSEGV || signal == SIGBUS) && !mapped(address))
+    if ((b.unmapped = gone(address))) {
+      b.frame = in(b.unmapped->ranges, frames[0]) ? 0 : 1;
+      return b;
+    }
+  for (int i = 0; i < count; ++i) {
+    // A return address is just past its call, which may be a version's last instruction.
+    std::uintptr_t a = i == 0 ? frames[0] : frames[i] - 1;
+    if ((b.version = mapped(a)) || (b.unmapped = gone(a))) {
+      b.frame = i;
+      return b;
     }
   }
-  return make_error(ErrorCode::LoadFailed,
-                    "version " + std::to_string(version) + " raised " + name + " inside a guarded call" + outcome,
-                    source, {}, "fix the kernel; the faulting call's side effects were abandoned");
+  return b;
+}
+
+namespace {
+
+std::string signal_name(int sig) {
+  return sig == SIGSEGV ? "SIGSEGV" : sig == SIGBUS ? "SIGBUS" : sig == SIGILL ? "SIGILL" : "SIGFPE";
+}
+
+// The shared object holding `address`, for a fault outside the module.
+std::string object_of(std::uintptr_t address) {
+  Dl_info info;
+  if (dladdr(reinterpret_cast<void *>(address), &info) && info.dli_fname && *info.dli_fname) {
+    std::string f = info.dli_fname;
+    return f.substr(f.rfind('/') + 1);
+  }
+  return "code outside any loaded image";
+}
+
+} // namespace
+
+std::optional<Error> HotModule::call_guarded(Pin p, const std::function<void()> &call) {
+  base::Fault fault = base::run_catching_faults(call);
+  if (fault.signal == 0)
+    return std::nullopt;
+  const std::string name = signal_name(fault.signal);
+  const std::uint64_t called = p.version();
+  const std::string called_source = p.v_->info.source;
+  // Blamed while the pin keeps the called version mapped, then released
+  // (the abandoned call is inside it no more), then rolled back under the
+  // same lock: a version published after the faulting one (by reload() on
+  // another thread) is never rolled back.
+  std::lock_guard<std::mutex> lock(mu_);
+  Blame b = blame_locked(fault.signal, fault.address, fault.frames, fault.frame_count);
+  std::uint64_t number = b.version ? b.version->info.number : b.unmapped ? b.unmapped->number : called;
+  std::string source = b.version ? b.version->info.source : b.unmapped ? b.unmapped->source : called_source;
+  std::string where;
+  if (b.frame > 0)
+    where = " in " + object_of(fault.frames[0]) + ", called from its code";
+  else if (b.frame < 0)
+    where = " in " + object_of(fault.frames[0]) + " (no caller on the stack is a version's code)";
+  { Pin released = std::move(p); }
+  Version *now = current_.load();
+  std::string what, outcome;
+  if (b.unmapped) {
+    char at[32];
+    std::snprintf(at, sizeof at, "%#lx", static_cast<unsigned long>(b.frame == 0 ? fault.frames[0] : fault.address));
+    what = "retired version " + std::to_string(number) + " (unmapped) was reached inside a guarded call into version " +
+           std::to_string(called) + ": " + name + " at " + at + (b.frame == 0 ? ", in its code" : ", in its data") +
+           " (a pointer that outlived it, such as an object it made)";
+    outcome = "; nothing was rolled back: no mapped version's code faulted";
+  } else {
+    what = "version " + std::to_string(number) + " raised " + name + where + " inside a guarded call";
+    if (number != called)
+      what += " into version " + std::to_string(called);
+    if (!now) {
+      outcome = "; no version is loaded now";
+    } else if (now->info.number != number) {
+      // By a reload, or by a rollback after another call's fault.
+      outcome = "; version " + std::to_string(now->info.number) + " already replaced it, and serves";
+    } else if (previous_ && previous_->lib) {
+      outcome = "; rolled back to version " + std::to_string(previous_->info.number);
+      rollback_locked();
+    } else {
+      outcome = "; no previous version to roll back to, so it still serves";
+    }
+  }
+  std::string fix = b.unmapped ? "a pointer into version " + std::to_string(number) +
+                                     " outlived it (a callback or object it made): drop such pointers in "
+                                     "ModuleOptions::on_unload, hold a HotModule::Keep while they live, or turn on "
+                                     "forward_old_versions"
+                               : "fix the kernel; the faulting call's side effects were abandoned";
+  return make_error(ErrorCode::LoadFailed, what + outcome, source, {}, fix);
 }
 
 // ---------------------------------------------------------------------------

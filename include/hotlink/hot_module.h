@@ -22,10 +22,16 @@
 //   time out. Without state variables nothing waits. rollback() carries the
 //   state back the same way (what does not fit keeps the previous version's
 //   own value, with a warning).
+// - Forwarding (forward_old_versions) keeps this: a call through a Pin runs
+//   the pinned version's own code to its return. reload() publishes first,
+//   then waits (up to state_drain_timeout) for the pinned calls inside the
+//   version it replaced, then points the older versions at the new one; a
+//   pointer the host kept runs the current version's code (or, while that
+//   wait lasts, its own). No caller runs a version before it is published.
 // - A replaced version stays mapped as the rollback target; the one before
 //   it is retired. A retired version is unmapped by the next reload(),
-//   rollback() or collect() after its pin count is zero: never while a call
-//   is inside it. With forward_old_versions, replaced versions stay mapped
+//   rollback() or collect() after its pin count is zero and no Keep holds
+//   it: never while a call is inside it. With forward_old_versions, replaced versions stay mapped
 //   until quiesce() (each costs its image's mappings, an open file and its
 //   file in the image store).
 // - reload(), rollback() and collect() are serialized; calls may come from
@@ -175,10 +181,39 @@ public:
 
   Pin pin() const;
 
+  // Keeps the version `p` holds mapped for the Keep's lifetime, without
+  // counting as a call inside it: reload() neither waits for it (state)
+  // nor holds back forwarding for it. For pointers into a version the host
+  // keeps past its calls with forwarding off (a callback object a version
+  // made and a library keeps calling): without a Keep such a version is
+  // unmapped two reloads later, and the next call through the pointer
+  // faults. Empty when `p` is.
+  class Keep {
+  public:
+    Keep() = default;
+    Keep(Keep &&o) noexcept : v_(o.v_) { o.v_ = nullptr; }
+    Keep &operator=(Keep &&o) noexcept;
+    ~Keep();
+    explicit operator bool() const { return v_ != nullptr; }
+    std::uint64_t version() const;
+
+  private:
+    friend class HotModule;
+    explicit Keep(Version *v) : v_(v) {}
+    Version *v_ = nullptr;
+  };
+  Keep keep_mapped(const Pin &p) const;
+
   // Linux only. Calls `e` like operator(), but a hardware fault (SIGSEGV,
-  // SIGBUS, SIGILL, SIGFPE) raised on this thread inside the call rolls the
-  // module back to the previous version and returns a LoadFailed error
-  // naming the signal, instead of killing the process.
+  // SIGBUS, SIGILL, SIGFPE) raised on this thread inside the call returns a
+  // LoadFailed error instead of killing the process. The error names the
+  // version whose code faulted, found by address: the faulting
+  // instruction, or when it lies in a library (libc, a C++ library the
+  // module links) the innermost caller that is a version's code. When that
+  // is the current version, the module rolls back to the previous one; a
+  // fault in a replaced version's code (a pointer the host kept), or in
+  // code of a version already unmapped ("code of retired version N
+  // (unmapped)"), rolls nothing back: the current version is innocent.
   //
   // What this does and does not make safe: it is for the moment right after
   // a reload, when a fresh version may be wrong. The faulting call is
@@ -187,9 +222,11 @@ public:
   // faulted inside malloc) stays held, any memory it was writing stays
   // half-written. Use it for kernels that compute into buffers the host
   // owns and can discard; do not use it for code that takes locks or owns
-  // resources. Faults outside guarded calls, on other threads, and stack
-  // overflows (no alternate stack is installed) reach the process's
-  // previous handlers as before.
+  // resources. However the call ends (a return, a C++ exception passing
+  // through to the host, a longjmp out of it), its guard is disarmed: later
+  // faults outside guarded calls, faults on other threads, and stack
+  // overflows (no alternate stack is installed) reach the process's own
+  // handlers as before.
   template <class R, class... A>
   Expected<R> guarded(const Entry<R(A...)> &e, A... args) {
     static_assert(!std::is_void_v<R>, "guarded() needs a value-returning entry point");
@@ -198,13 +235,9 @@ public:
       return make_error(ErrorCode::BadRequest, "no version is loaded", {}, {}, "reload() first");
     auto fn = p.get(e);
     R result{};
-    std::uint64_t faulted_version = p.version();
-    int sig = run_guarded([&] { result = fn(std::forward<A>(args)...); });
-    if (sig == 0)
-      return result;
-    std::string source = source_of(p);   // while the pin keeps the version's record
-    { Pin released = std::move(p); }     // the abandoned call no longer pins it
-    return fault_error(sig, faulted_version, source);
+    if (auto fault = call_guarded(std::move(p), [&] { result = fn(std::forward<A>(args)...); }))
+      return *fault;
+    return result;
   }
 
   template <class R, class... A> class Entry<R(A...)> {
@@ -229,11 +262,12 @@ public:
   };
 
 private:
-  // Runs `call`; returns 0, or the signal that interrupted it.
-  static int run_guarded(const std::function<void()> &call);
-  Error fault_error(int sig, std::uint64_t version, const std::string &source);
+  // Runs `call` inside `p`'s version; on a fault, releases the pin and
+  // returns what faulted, rolling back where that is the current version.
+  std::optional<Error> call_guarded(Pin p, const std::function<void()> &call);
+  struct Blame;
+  Blame blame_locked(int signal, std::uintptr_t address, const std::uintptr_t *frames, int count) const;
   void rollback_locked(); // previous_ is mapped; mu_ held
-  static std::string source_of(const Pin &p);
   Expected<int> register_entry(const std::string &name);
   Expected<std::unique_ptr<Version>> map_version(const std::vector<std::uint8_t> &bytes, const std::string &name,
                                                  const VerifyOptions &extra);
@@ -248,7 +282,10 @@ private:
   std::unique_ptr<Version> fresh_record();
   void recycle(std::unique_ptr<Version> v);
   void recycle_unmapped();
-  void forward_to(Version *target);
+  void own_code_again(Version *v);
+  void forward_to(Version *target, Version *replaced);
+  void forward_pending_locked();
+  bool wait_unpinned(Version *v) const;
   void forwarding_off(const std::string &why);
   std::vector<ForwardImage *> forwarded_except(const Version *v) const;
 
@@ -262,6 +299,16 @@ private:
   std::atomic<std::uint64_t> generation_{0};
   std::uint64_t next_number_ = 1;
   std::string forwarding_off_; // why forwarding does not run here (said once)
+  bool forward_pending_ = false; // a replaced version was pinned when forwarding ran
+  // Versions unmapped lately, so that a fault at an address they held is
+  // named as theirs (the newest 64).
+  struct Unmapped {
+    std::uint64_t number;
+    std::string source;
+    std::vector<ImageRange> ranges;
+  };
+  std::vector<Unmapped> unmapped_;
+  void unmap_locked(Version *v);
 };
 
 // Reloads a module when its artifact file is replaced. Linux: inotify on
