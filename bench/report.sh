@@ -15,11 +15,12 @@ trap 'rm -f "$tables" "$direct" "$loader" "$startup"' EXIT
 
 build/bin/compare_bench --markdown "$tables" >&2
 build/bin/direct_bench --markdown "$direct" >&2
-build/bin/loader_bench --benchmark_filter='Call' >"$loader" 2>&1
+build/bin/loader_bench --benchmark_filter='Call|Reload' >"$loader" 2>&1
 build/bin/startup_bench --markdown "$startup" >&2
 instructions=$(bench/instructions.sh build)
 rebuild=$(build/bin/rebuild_bench 5)
 call=$(grep '^call, medians' "$loader")
+reloads=$(grep -E '^reload' "$loader" | sed 's/^/    /')
 
 cpu=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')
 mem=$(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo)
@@ -93,5 +94,15 @@ mem=$(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo)
   echo "From \`build/bin/loader_bench\` in the same run (single thread):"
   echo
   echo "    $call"
+  echo
+  echo "### Reload: forwarding to many kept versions, and state under load"
+  echo
+  echo "From \`build/bin/loader_bench\` in the same run: a reload with forwarding"
+  echo "off and on (16 replaced versions of a small kernel, 200 of a 41-function one,"
+  echo "each re-pointed at every reload), and a reload of a Box2D plugin built with"
+  echo "\`-g\` while two threads step worlds in pinned batches of four frames, with"
+  echo "and without a \`HOTLINK_STATE\` variable:"
+  echo
+  echo "$reloads"
 } >"$out"
 echo "wrote $out" >&2

@@ -16,7 +16,6 @@ struct CodeWrite {
   std::uint64_t offset = 0;
   std::uintptr_t address = 0;
   std::uint8_t bytes[16] = {};
-  std::uint8_t previous[16] = {}; // what is there now, put back if the write does not show
   std::uint8_t length = 0;
   Status status = Status::Pending;
   int error = 0; // errno of a Failed write
@@ -26,7 +25,8 @@ struct CodeWrite {
 // file where no stopped thread's next instruction lies inside
 // (address, address + length) (else it stays Busy after a few tries). A
 // write is Done when the code mapping shows it, NotVisible (and undone in
-// the file) when that page of the mapping is a private copy. Returns why
+// the file) when that page of the mapping is a private copy. Writes close
+// together in one file go in one pwrite over the file's own bytes. Returns why
 // the threads could not be stopped (nothing is written then), or "".
 std::string write_code_parked(std::vector<CodeWrite> &writes);
 

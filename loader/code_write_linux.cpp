@@ -10,6 +10,7 @@
 // go the writer only makes system calls (no allocation, no lock another
 // thread could hold).
 #include "loader/code_write.h"
+#include "base/fault_signals.h"
 
 #include <algorithm>
 #include <atomic>
@@ -25,6 +26,7 @@
 #include <thread>
 #include <ucontext.h>
 #include <unistd.h>
+#include <vector>
 
 namespace hotlink::loader {
 
@@ -53,18 +55,6 @@ long futex(std::atomic<std::uint32_t> *word, int op, std::uint32_t value) {
   return ::syscall(SYS_futex, reinterpret_cast<std::uint32_t *>(word), op, value, nullptr, nullptr, 0);
 }
 
-std::uintptr_t interrupted_pc(void *context) {
-  auto *uc = static_cast<ucontext_t *>(context);
-#if defined(__x86_64__)
-  return static_cast<std::uintptr_t>(uc->uc_mcontext.gregs[REG_RIP]);
-#elif defined(__aarch64__)
-  return static_cast<std::uintptr_t>(uc->uc_mcontext.pc);
-#else
-  (void)uc;
-  return 0;
-#endif
-}
-
 void park_handler(int, siginfo_t *, void *context) {
   int saved = errno;
   std::uint32_t round = g_parking.round.load(std::memory_order_acquire);
@@ -73,7 +63,7 @@ void park_handler(int, siginfo_t *, void *context) {
     if (i < kMaxThreads) {
       Arrival &a = g_parking.arrivals[i];
       a.round.store(round, std::memory_order_relaxed);
-      a.pc.store(interrupted_pc(context), std::memory_order_relaxed);
+      a.pc.store(base::interrupted_pc(context), std::memory_order_relaxed);
       a.tid.store(static_cast<int>(::syscall(SYS_gettid)), std::memory_order_release);
     }
     while (g_parking.round.load(std::memory_order_acquire) == round)
@@ -204,19 +194,90 @@ bool inside(const Stopped &s, const CodeWrite &w) {
   return false;
 }
 
-void write_one(CodeWrite &w) {
-  if (::pwrite(w.fd, w.bytes, w.length, static_cast<off_t>(w.offset)) != w.length) {
-    w.status = CodeWrite::Status::Failed;
-    w.error = errno;
-    return;
+// Writes that go to the file in one pwrite: same file and mapping, each
+// within kSpanGap bytes of the one before. Forwarding re-points every older
+// version at each reload, so a reload writes a jump into every function of
+// every kept version: one system call per version instead of per function.
+constexpr std::uint64_t kSpanGap = 4096;
+
+struct Span {
+  int fd = -1;
+  std::uint64_t offset = 0, length = 0;
+  std::vector<std::size_t> writes; // indices, by offset
+  std::vector<std::uint8_t> bytes, file; // allocated before the threads stop
+};
+
+std::vector<Span> spans_of(const std::vector<CodeWrite> &writes) {
+  std::vector<std::size_t> order(writes.size());
+  for (std::size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return writes[a].fd != writes[b].fd ? writes[a].fd < writes[b].fd : writes[a].offset < writes[b].offset;
+  });
+  std::vector<Span> spans;
+  for (std::size_t i : order) {
+    const CodeWrite &w = writes[i];
+    if (!spans.empty()) {
+      Span &last = spans.back();
+      const CodeWrite &prev = writes[last.writes.back()];
+      if (w.fd == last.fd && w.offset >= last.offset + last.length &&
+          w.offset - (last.offset + last.length) <= kSpanGap && w.address - w.offset == prev.address - prev.offset) {
+        last.length = w.offset + w.length - last.offset;
+        last.writes.push_back(i);
+        continue;
+      }
+    }
+    Span fresh;
+    fresh.fd = w.fd;
+    fresh.offset = w.offset;
+    fresh.length = w.length;
+    fresh.writes.push_back(i);
+    spans.push_back(std::move(fresh));
   }
-  if (std::memcmp(reinterpret_cast<const void *>(w.address), w.bytes, w.length) == 0) {
-    w.status = CodeWrite::Status::Done;
-    return;
+  for (Span &sp : spans) {
+    sp.bytes.resize(sp.length);
+    sp.file.resize(sp.length);
   }
-  // The mapping's page is a private copy: the file must say what runs.
-  (void)!::pwrite(w.fd, w.previous, w.length, static_cast<off_t>(w.offset));
-  w.status = CodeWrite::Status::NotVisible;
+  return spans;
+}
+
+// Writes a span's due writes (`due`: not Done, and no stopped thread inside)
+// into the file in one pwrite over the file's own bytes, then checks each
+// through the code mapping: a page that is a private copy (a debugger's
+// breakpoint) does not show the file, and that write's bytes are put back.
+void write_span(Span &sp, std::vector<CodeWrite> &writes, const std::vector<bool> &due) {
+  bool any = false;
+  for (std::size_t i : sp.writes)
+    any = any || due[i];
+  if (!any)
+    return;
+  auto fail = [&](int error) {
+    for (std::size_t i : sp.writes)
+      if (due[i]) {
+        writes[i].status = CodeWrite::Status::Failed;
+        writes[i].error = error;
+      }
+  };
+  if (::pread(sp.fd, sp.file.data(), sp.length, static_cast<off_t>(sp.offset)) != static_cast<ssize_t>(sp.length))
+    return fail(errno ? errno : EIO);
+  std::memcpy(sp.bytes.data(), sp.file.data(), sp.length);
+  for (std::size_t i : sp.writes)
+    if (due[i])
+      std::memcpy(sp.bytes.data() + (writes[i].offset - sp.offset), writes[i].bytes, writes[i].length);
+  if (::pwrite(sp.fd, sp.bytes.data(), sp.length, static_cast<off_t>(sp.offset)) != static_cast<ssize_t>(sp.length))
+    return fail(errno ? errno : EIO);
+  for (std::size_t i : sp.writes) {
+    if (!due[i])
+      continue;
+    CodeWrite &w = writes[i];
+    if (std::memcmp(reinterpret_cast<const void *>(w.address), w.bytes, w.length) == 0) {
+      w.status = CodeWrite::Status::Done;
+      continue;
+    }
+    // The mapping's page is a private copy: the file gets its own bytes back.
+    (void)!::pwrite(w.fd, sp.file.data() + (w.offset - sp.offset), w.length, static_cast<off_t>(w.offset));
+    w.status = CodeWrite::Status::NotVisible;
+  }
 }
 
 void release(std::uint32_t round) {
@@ -226,7 +287,7 @@ void release(std::uint32_t round) {
 
 // One round: stop everyone, write what no thread is inside, let go.
 // Returns the error of stop_others (0: the round ran).
-int write_round(std::vector<CodeWrite> &writes, Stopped &s) {
+int write_round(std::vector<CodeWrite> &writes, std::vector<Span> &spans, std::vector<bool> &due, Stopped &s) {
   for (Arrival &a : g_parking.arrivals)
     a.tid.store(0, std::memory_order_relaxed);
   g_parking.arrived.store(0, std::memory_order_release);
@@ -235,12 +296,16 @@ int write_round(std::vector<CodeWrite> &writes, Stopped &s) {
   int failed = stop_others(s, round, std::chrono::steady_clock::now() + kStopTimeout);
   if (failed == 0) {
     collect_pcs(s, round);
-    for (CodeWrite &w : writes)
+    for (std::size_t i = 0; i < writes.size(); ++i) {
+      CodeWrite &w = writes[i];
+      due[i] = false;
       if (w.status == CodeWrite::Status::Pending || w.status == CodeWrite::Status::Busy) {
         w.status = CodeWrite::Status::Busy;
-        if (!inside(s, w))
-          write_one(w);
+        due[i] = !inside(s, w);
       }
+    }
+    for (Span &sp : spans)
+      write_span(sp, writes, due);
     ::syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED_SYNC_CORE, 0, 0);
   }
   release(round);
@@ -263,10 +328,14 @@ std::string write_code_parked(std::vector<CodeWrite> &writes) {
   if (std::string why = parking_unavailable(); !why.empty())
     return why;
   static Stopped s; // large: not on the stack; guarded by mu
+  // Allocated now: between stopping the threads and letting them go the
+  // writer makes system calls only.
+  std::vector<Span> spans = spans_of(writes);
+  std::vector<bool> due(writes.size(), false);
   for (int attempt = 0; attempt < kAttempts; ++attempt) {
     if (attempt > 0)
       std::this_thread::sleep_for(std::chrono::milliseconds(1)); // let the threads inside move on
-    int failed = write_round(writes, s);
+    int failed = write_round(writes, spans, due, s);
     if (failed < 0)
       return "the list of threads in /proc/self/task cannot be read, or holds more than " +
              std::to_string(kMaxThreads);

@@ -14,9 +14,11 @@
 #include <mutex>
 #if !defined(_WIN32)
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #endif
+#include <unordered_map>
 
 namespace hotlink::loader {
 
@@ -24,6 +26,8 @@ ForwardImage::~ForwardImage() {
 #if !defined(_WIN32)
   if (fd >= 0)
     ::close(fd);
+  if (slots)
+    ::munmap(slots, slots_bytes);
 #endif
 }
 
@@ -32,6 +36,7 @@ namespace {
 constexpr std::uint32_t kNearJump = 5;  // jmp rel32
 constexpr std::uint32_t kFarJump = 14;  // jmp [rip+0]; .quad target
 constexpr std::uint32_t kShortJump = 2; // jmp rel8
+constexpr std::uint32_t kSlotJump = 6;  // jmp [rip+rel32], to the function's slot
 constexpr std::size_t kMaxListed = 32;
 
 // --- Decoding: how many first bytes of a function may be replaced --------------
@@ -164,6 +169,41 @@ Expected<int> open_for_writing(const std::string &path, const std::string &name)
 #endif
 }
 
+// A table of `count` slots within 2 GiB of every byte of `ranges` (the
+// image's segments): tried just after the image, then just before it, a
+// few places each; null when none is free.
+std::uintptr_t *place_slots(const std::vector<ImageRange> &ranges, std::size_t count, std::size_t &bytes) {
+#if defined(_WIN32)
+  (void)ranges, (void)count, (void)bytes;
+  return nullptr;
+#else
+  if (ranges.empty() || count == 0)
+    return nullptr;
+  const std::uintptr_t page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+  std::uintptr_t lo = ranges.front().start, hi = ranges.front().end;
+  for (const ImageRange &r : ranges) {
+    lo = std::min(lo, r.start);
+    hi = std::max(hi, r.end);
+  }
+  bytes = (count * sizeof(std::uintptr_t) + page - 1) / page * page;
+  const std::uintptr_t reach = std::uintptr_t{1} << 31;
+  for (int k = 0; k < 32; ++k) {
+    std::uintptr_t step = static_cast<std::uintptr_t>(k / 2) * 16 * page;
+    std::uintptr_t at = k % 2 == 0 ? (hi + page - 1) / page * page + step : (lo / page * page) - bytes - step;
+    if (at < page || at + bytes > lo + reach - kSlotJump || hi > at + reach)
+      continue; // out of reach of some instruction (or below the first page)
+    void *got = ::mmap(reinterpret_cast<void *>(at), bytes, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    if (got == MAP_FAILED)
+      continue;
+    if (reinterpret_cast<std::uintptr_t>(got) == at)
+      return static_cast<std::uintptr_t *>(got);
+    ::munmap(got, bytes); // a kernel without MAP_FIXED_NOREPLACE took it as a hint
+  }
+  return nullptr;
+#endif
+}
+
 // --- Planning the writes ---------------------------------------------------------
 
 // A near jump at `at` to `to`, when within 2 GiB.
@@ -199,20 +239,37 @@ std::uint32_t encode_jump(const ForwardFunction &f, std::uintptr_t to, std::uint
   return kFarJump;
 }
 
+// `jmp [rip+slot]` at the start of `f`, when `slot` is within reach.
+bool slot_jump(const ForwardFunction &f, const std::uintptr_t *slot, std::uint8_t *out) {
+  auto rel = static_cast<long long>(reinterpret_cast<std::uintptr_t>(slot)) -
+             static_cast<long long>(f.address + kSlotJump);
+  if (f.patchable < kSlotJump || rel < INT32_MIN || rel > INT32_MAX)
+    return false;
+  auto r = static_cast<std::int32_t>(rel);
+  out[0] = 0xFF;
+  out[1] = 0x25;
+  std::memcpy(out + 2, &r, 4);
+  return true;
+}
+
 // The bytes a patch of `f` covers now (0: none).
 std::uint32_t patched_length(const ForwardFunction &f) {
   if (!f.target)
     return 0;
+  if (f.through_slot)
+    return kSlotJump;
   std::uint8_t scratch[32];
   return encode_jump(f, f.target, scratch);
 }
 
 struct Planned {
   ForwardFunction *function;
-  std::uintptr_t to; // 0: its own code back
+  std::uintptr_t to;           // 0: its own code back
+  std::uintptr_t *slot = nullptr; // set: the jump goes through it (holding `to` already)
 };
 
-CodeWrite make_write(const ForwardImage &image, const ForwardFunction &f, std::uintptr_t to) {
+CodeWrite make_write(const ForwardImage &image, const Planned &p) {
+  const ForwardFunction &f = *p.function;
   CodeWrite w;
   w.fd = image.fd;
   w.offset = f.file_offset;
@@ -220,10 +277,11 @@ CodeWrite make_write(const ForwardImage &image, const ForwardFunction &f, std::u
   std::uint32_t now = patched_length(f);
   std::uint32_t jump = 0;
   std::memcpy(w.bytes, f.original, sizeof w.bytes);
-  if (to)
-    jump = encode_jump(f, to, w.bytes);
+  if (p.slot)
+    jump = slot_jump(f, p.slot, w.bytes) ? kSlotJump : 0;
+  else if (p.to)
+    jump = encode_jump(f, p.to, w.bytes);
   w.length = static_cast<std::uint8_t>(std::max(now, jump));
-  std::memcpy(w.previous, reinterpret_cast<const void *>(f.address), w.length);
   return w;
 }
 
@@ -247,13 +305,15 @@ std::string apply(std::vector<Planned> &plan, const std::vector<const ForwardIma
   if (plan.empty())
     return {};
   std::vector<CodeWrite> writes;
+  writes.reserve(plan.size());
   for (std::size_t i = 0; i < plan.size(); ++i)
-    writes.push_back(make_write(*owners[i], *plan[i].function, plan[i].to));
+    writes.push_back(make_write(*owners[i], plan[i]));
   std::string why = write_code_parked(writes);
   for (std::size_t i = 0; i < plan.size(); ++i) {
-    if (writes[i].status == CodeWrite::Status::Done)
+    if (writes[i].status == CodeWrite::Status::Done) {
       plan[i].function->target = plan[i].to;
-    else if (why.empty())
+      plan[i].function->through_slot = plan[i].slot != nullptr;
+    } else if (why.empty())
       failures.push_back(plan[i].function->name + ": " + why_kept(writes[i].status, writes[i].error));
   }
   return why;
@@ -269,10 +329,44 @@ void list(ForwardReport &report, const std::string &what) {
     report.kept_reasons.push_back(what);
 }
 
-// What forward_to writes into `other`: a jump to each counterpart that fits.
-void plan_image(ForwardImage &other, ForwardImage &target, bool listed, ForwardReport &report,
-                std::vector<Planned> &plan, std::vector<const ForwardImage *> &owners) {
-  for (auto [o, t] : pair_up(other.functions, target.functions)) {
+using Pairs = std::vector<std::pair<const ForwardFunction *, const ForwardFunction *>>;
+
+// Where each function of the version just replaced has its counterpart in
+// the target, by its address.
+using Moves = std::unordered_map<std::uintptr_t, const ForwardFunction *>;
+
+// `other`'s functions paired with `target`'s. A version that points at the
+// version just replaced, every function of it (as every older one does
+// after the reload before), is paired through `moves`: the same pairing,
+// without pairing its names again.
+Pairs pairs_for(const ForwardImage &other, const ForwardImage &target, const Moves &moves) {
+  Pairs out;
+  out.reserve(other.functions.size());
+  for (const ForwardFunction &f : other.functions) {
+    auto it = f.target ? moves.find(f.target) : moves.end();
+    if (it == moves.end() || it->second->name != f.name || it->second->unit != f.unit)
+      return pair_up(other.functions, target.functions);
+    out.emplace_back(&f, it->second);
+  }
+  return out;
+}
+
+// What forward_to does to `other`: a slot to store, or a jump to write, for
+// each counterpart that fits.
+struct Work {
+  std::vector<Planned> plan;
+  std::vector<const ForwardImage *> owners;
+  struct Store {
+    ForwardFunction *function;
+    std::uintptr_t *slot;
+    std::uintptr_t to;
+  };
+  std::vector<Store> stores; // functions already jumping through their slots
+};
+
+void plan_image(ForwardImage &other, ForwardImage &target, const Pairs &pairs, bool listed, ForwardReport &report,
+                Work &work) {
+  for (auto [o, t] : pairs) {
     if (!o)
       continue;
     auto *f = const_cast<ForwardFunction *>(o);
@@ -283,15 +377,26 @@ void plan_image(ForwardImage &other, ForwardImage &target, bool listed, ForwardR
     }
     if (f->target == t->address)
       continue;
+    std::uintptr_t *slot = other.slots ? other.slots + (f - other.functions.data()) : nullptr;
+    if (f->through_slot) {
+      work.stores.push_back({f, slot, t->address});
+      continue;
+    }
     std::uint8_t scratch[32];
+    if (slot && slot_jump(*f, slot, scratch)) {
+      __atomic_store_n(slot, t->address, __ATOMIC_RELEASE); // read once the jump is written
+      work.plan.push_back({f, t->address, slot});
+      work.owners.push_back(&other);
+      continue;
+    }
     std::uint32_t need = encode_jump(*f, t->address, scratch);
     if (need > (f->pad_at ? f->pad_at + kNearJump : f->patchable)) {
       if (listed)
         list(report, f->name + ": a jump needs " + std::to_string(need) + " bytes, and " + f->why_not);
       continue;
     }
-    plan.push_back({f, t->address});
-    owners.push_back(&other);
+    work.plan.push_back({f, t->address});
+    work.owners.push_back(&other);
   }
 }
 
@@ -320,27 +425,41 @@ Expected<std::unique_ptr<ForwardImage>> forward_image(const std::vector<std::uin
   image->functions = read_functions(*elf, lib.base(), room);
   for (std::size_t i = 0; i < image->functions.size(); ++i)
     decide_patchable(image->functions[i], room[i]);
+  image->slots = place_slots(image->ranges, image->functions.size(), image->slots_bytes);
   return image;
 }
 
 ForwardReport forward_to(ForwardImage &target, const std::vector<ForwardImage *> &others) {
   ForwardReport report;
-  std::vector<Planned> plan;
-  std::vector<const ForwardImage *> owners;
+  Work work;
   for (ForwardFunction &f : target.functions)
     if (f.target) { // it was forwarded before a rollback: its own code again
-      plan.push_back({&f, 0});
-      owners.push_back(&target);
+      work.plan.push_back({&f, 0});
+      work.owners.push_back(&target);
     }
   // Reasons are listed for the newest other version: the one replaced.
   const ForwardImage *replaced = nullptr;
   for (ForwardImage *o : others)
     if (!replaced || o->number > replaced->number)
       replaced = o;
+  Moves moves;
+  if (replaced)
+    for (auto [o, t] : pair_up(replaced->functions, target.functions))
+      if (o && t)
+        moves.emplace(o->address, t);
   for (ForwardImage *o : others)
-    plan_image(*o, target, o == replaced, report, plan, owners);
+    plan_image(*o, target, o == replaced ? pair_up(o->functions, target.functions) : pairs_for(*o, target, moves),
+               o == replaced, report, work);
   std::vector<std::string> failures;
-  report.unavailable = apply(plan, owners, failures);
+  report.unavailable = apply(work.plan, work.owners, failures);
+  // Functions that jump through their slots already: one store each, seen
+  // by the next call through it (a call that read the old slot a moment
+  // before runs the version replaced, still mapped).
+  if (report.unavailable.empty())
+    for (const Work::Store &st : work.stores) {
+      __atomic_store_n(st.slot, st.to, __ATOMIC_RELEASE);
+      st.function->target = st.to;
+    }
   for (const std::string &f : failures)
     list(report, f);
   for (ForwardImage *o : others)
@@ -350,16 +469,15 @@ ForwardReport forward_to(ForwardImage &target, const std::vector<ForwardImage *>
 }
 
 bool unforward_from(const ForwardImage &gone, const std::vector<ForwardImage *> &others) {
-  std::vector<Planned> plan;
-  std::vector<const ForwardImage *> owners;
+  Work work;
   for (ForwardImage *o : others)
     for (ForwardFunction &f : o->functions)
       if (f.target && within(gone.ranges, f.target)) {
-        plan.push_back({&f, 0});
-        owners.push_back(o);
+        work.plan.push_back({&f, 0});
+        work.owners.push_back(o);
       }
   std::vector<std::string> failures;
-  std::string why = apply(plan, owners, failures);
+  std::string why = apply(work.plan, work.owners, failures);
   return why.empty() && failures.empty();
 }
 

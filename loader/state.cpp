@@ -1,6 +1,8 @@
 #include "hotlink/state_carry.h"
 
+#include "hotlink/blake3.h"
 #include "hotlink/state.h"
+#include "base/memo.h"
 #include "loader/pairing.h"
 
 #include "llvm/DebugInfo/DWARF/DWARFCompileUnit.h"
@@ -168,9 +170,20 @@ Expected<std::vector<StateVariable>> state_variables(const std::vector<std::uint
     return vars; // no state on other formats yet (hotlink/state.h)
   if (vars.empty())
     return vars;
-  auto dwarf_ctx = llvm::DWARFContext::create(**bin);
-  for (StateVariable &v : vars)
-    v.layout = layout_at(*dwarf_ctx, reinterpret_cast<std::uintptr_t>(v.address) - load_base);
+  // The layouts, read from the debug info once per artifact (by its
+  // BLAKE3): reading it is most of what state adds to a reload of code
+  // built with -g, and an engine alternating two versions, or reloading
+  // one it had before, reloads the same bytes.
+  static base::Memo<std::string, std::vector<std::string>> layouts(64);
+  auto found = layouts.compute_once(trust::blake3_hex(bytes), [&]() -> std::optional<std::vector<std::string>> {
+    auto dwarf_ctx = llvm::DWARFContext::create(**bin);
+    std::vector<std::string> out;
+    for (const StateVariable &v : vars)
+      out.push_back(layout_at(*dwarf_ctx, reinterpret_cast<std::uintptr_t>(v.address) - load_base));
+    return out;
+  });
+  for (std::size_t i = 0; i < vars.size(); ++i)
+    vars[i].layout = (*found)[i];
   // Duplicate keys (two units with the same file name) cannot be paired.
   std::map<std::string, int> seen;
   for (const StateVariable &v : vars)

@@ -17,10 +17,17 @@
 //   hold one.
 //   The C runtime's own functions (crtstuff.c, .init/.fini) are left alone.
 // - forward_to(target, others) makes each function of `others` that has a
-//   counterpart in `target` start with a jump to it (5 bytes when within
-//   2 GiB, else 14), and gives `target`'s own functions back their code: a
-//   later call re-points every older version at the newest, so there are no
-//   chains of jumps, and a rollback forwards back.
+//   counterpart in `target` start with a jump to it, and gives `target`'s
+//   own functions back their code: a later call re-points every older
+//   version at the newest, so there are no chains of jumps, and a rollback
+//   forwards back. The jump goes through the function's slot, a pointer in
+//   a table the version gets beside its image (6 bytes, `jmp [rip+slot]`;
+//   the table is data, never executable): once a function jumps through its
+//   slot, re-pointing it is one store of the slot, with no thread stopped
+//   and no file written, so a reload costs little however many versions are
+//   kept. Where the table cannot be placed within 2 GiB of the code, or a
+//   function has fewer than 6 patchable bytes, the jump is direct (5 bytes
+//   when within 2 GiB, else 14) and is rewritten at each re-pointing.
 // - The jump is written while every other thread of the process is stopped
 //   (a signal whose handler waits; its return serializes the core), and
 //   only where no stopped thread is inside the bytes it replaces (retried,
@@ -74,6 +81,7 @@ struct HOTLINK_API ForwardFunction {
   std::string why_not;           // why no more may be (when it matters)
   std::uint8_t original[16] = {};
   std::uintptr_t target = 0;     // where it jumps now; 0: it runs its own code
+  bool through_slot = false;     // its start jumps through its slot (ForwardImage::slots)
   std::string key() const { return unit.empty() ? name : unit + ":" + name; }
 };
 
@@ -89,6 +97,10 @@ public:
   int fd = -1; // the file the code pages map, opened for writing
   std::vector<ImageRange> ranges;
   std::vector<ForwardFunction> functions;
+  // One slot per function, mapped read-write (never executable) within
+  // 2 GiB of the code; null when it could not be placed there.
+  std::uintptr_t *slots = nullptr;
+  std::size_t slots_bytes = 0;
 };
 
 // The functions of `lib` (mapped from `bytes`), for forwarding. An error

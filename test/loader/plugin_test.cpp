@@ -21,6 +21,7 @@
 #include <csignal>
 #include <cstring>
 #include <stdexcept>
+#include <sys/mman.h>
 #include <thread>
 #include <unistd.h>
 
@@ -464,7 +465,12 @@ void install_host_handler() {
   sigaction(SIGSEGV, &sa, nullptr);
 }
 
-int *volatile g_null = nullptr;
+// A page nothing may touch: a fault without undefined behaviour that a
+// sanitizer would report first (a store through null).
+int *no_access() {
+  void *p = ::mmap(nullptr, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return p == MAP_FAILED ? nullptr : static_cast<int *>(p);
+}
 
 // The repro: the host installs its handler, a guarded call throws through
 // to the host's catch, and a later fault outside guarded calls must reach
@@ -484,7 +490,7 @@ void throw_then_fault(int exceptions) {
   }
   if (h.module.guarded(h.throws, 1).value() != 1) // guarded calls still work between
     ::_exit(5);
-  *g_null = 1; // outside any guarded call
+  *no_access() = 1; // outside any guarded call
   ::_exit(6);
 }
 
@@ -509,7 +515,7 @@ void longjmp_then_fault() {
     (void)h.module.guarded(h.call_host, &escape_to_host);
     ::_exit(4); // did not jump
   }
-  *g_null = 1;
+  *no_access() = 1;
   ::_exit(6);
 }
 
