@@ -60,9 +60,9 @@ void forward(const struct sigaction &to, int sig, siginfo_t *info, void *ctx) {
 // longjmp out): the stack pointer at the fault is above its frame, on this
 // thread's own stack. On another stack (a fiber the guarded call switched
 // to) nothing can be told, and the guard stands.
-bool left_behind(const Guard &g, std::uintptr_t sp) {
-  return t_stack_high != 0 && sp >= t_stack_low && sp < t_stack_high && sp > g.frame;
-}
+bool on_own_stack(std::uintptr_t a) { return t_stack_high != 0 && a >= t_stack_low && a < t_stack_high; }
+
+bool left_behind(const Guard &g, std::uintptr_t sp) { return on_own_stack(sp) && on_own_stack(g.frame) && sp >= g.frame; }
 
 struct Walk {
   Fault *report;
@@ -197,12 +197,16 @@ RecoveringThread::~RecoveringThread() { t_recovering = outer_; }
 Fault run_catching_faults(const std::function<void()> &call) {
   install_once();
   learn_stack();
+  sigjmp_buf jump;
+  // A guard whose frame lies below this one was left by a longjmp: a live
+  // outer guard's frame is above every call it made (on the same stack).
+  while (t_depth > 0 && left_behind(t_guards[t_depth - 1], reinterpret_cast<std::uintptr_t>(&jump)))
+    --t_depth;
   const int depth = t_depth;
   if (depth >= kMaxDepth) { // nested deeper than any real use: the outer guards catch
     call();
     return Fault{};
   }
-  sigjmp_buf jump;
   if (sigsetjmp(jump, /*savemask=*/1)) {
     t_depth = depth;
     return t_fault; // written by the handler

@@ -10,9 +10,9 @@
 // - However the call ends, the guard it armed is disarmed: a return, a C++
 //   exception leaving it (disarmed as the exception passes), or a longjmp
 //   out of it (a host's handler jumping to its own sigsetjmp): a guard
-//   whose frame the faulting thread's stack has left (the fault's stack
-//   pointer is above the guarded frame, on this thread's stack) is
-//   dropped, never jumped into.
+//   whose frame the thread's stack has left is dropped, never jumped into,
+//   when the thread next arms a guard (the stale one's frame lies below the
+//   new call's) or faults with its stack pointer above that frame.
 // - A fault on a thread outside such a call goes where it went before: on
 //   a thread inside LLVM's crash recovery (a RecoveringThread scope, which
 //   exports/recovery opens) to LLVM's handler, else to the host's handler,

@@ -1,4 +1,5 @@
 #include "hotlink/hot_module.h"
+#include "loader/module_version.h"
 #include "base/fault_signals.h"
 #include "exports/recovery.h"
 
@@ -15,17 +16,6 @@
 #include <unistd.h>
 
 namespace hotlink::loader {
-
-struct HotModule::Version {
-  VersionInfo info;
-  std::unique_ptr<Library> lib;            // null once unmapped
-  std::vector<StateVariable> state;        // addresses in lib's image
-  std::atomic<void *> slots[kMaxEntries] = {};
-  std::atomic<std::int64_t> pins{0};       // calls inside (Pin)
-  std::atomic<std::int64_t> holds{0};      // Keeps: mapped, but no call inside
-  bool retired = false;                    // under mu_
-  std::unique_ptr<ForwardImage> forward;   // with forward_old_versions
-};
 
 HotModule::HotModule(ModuleOptions options) : options_(std::move(options)) {}
 
@@ -81,10 +71,6 @@ namespace {
 [[gnu::noinline, gnu::cold]] void wait_for_gate() { std::this_thread::yield(); }
 } // namespace
 
-// current_ holds this while reload() or rollback() copies state: pin()
-// waits instead of entering either version. Compared (with an immediate),
-// never dereferenced; no Version lives at address 1.
-inline HotModule::Version *HotModule::gate() { return reinterpret_cast<Version *>(std::uintptr_t{1}); }
 
 HotModule::Pin HotModule::pin() const {
   for (;;) {
@@ -399,113 +385,6 @@ void HotModule::unmap_locked(Version *v) {
   unmapped_.push_back({v->info.number, v->info.source, v->lib->ranges()});
   v->lib.reset(); // dlclose
   v->forward.reset();
-}
-
-// --- Forwarding ----------------------------------------------------------------------
-
-void HotModule::forwarding_off(const std::string &why) {
-  if (forwarding_off_.empty())
-    std::fprintf(stderr, "hotlink: forward_old_versions is off for this module: %s\n", why.c_str());
-  forwarding_off_ = why;
-}
-
-std::vector<ForwardImage *> HotModule::forwarded_except(const Version *v) const {
-  std::vector<ForwardImage *> out;
-  for (const auto &o : versions_)
-    if (o.get() != v && o->lib && o->forward)
-      out.push_back(o->forward.get());
-  return out;
-}
-
-// A version made current again (a rollback) runs its own code: put back
-// before it is published, while no call can pin it.
-void HotModule::own_code_again(Version *v) {
-  if (!options_.forward_old_versions || !v->forward)
-    return;
-  ForwardReport r = loader::forward_to(*v->forward, {});
-  if (!r.unavailable.empty())
-    forwarding_off(r.unavailable);
-}
-
-// Points every older mapped version at `target`, which is current now:
-// `replaced` once the pinned calls inside it have returned (a pinned batch
-// runs one version's code to its end), any other as soon as no pin holds
-// it. Those still pinned are forwarded by a later collect(), quiesce() or
-// reload().
-void HotModule::forward_to(Version *target, Version *replaced) {
-  if (!options_.forward_old_versions)
-    return;
-  if (!target->forward) {
-    target->info.forwarding.unavailable = forwarding_off_;
-    return;
-  }
-  if (replaced && replaced->lib && replaced->forward)
-    (void)wait_unpinned(replaced);
-  std::vector<ForwardImage *> others;
-  std::vector<std::string> waiting;
-  for (const auto &o : versions_) {
-    if (o.get() == target || !o->lib || !o->forward)
-      continue;
-    if (o->pins.load(std::memory_order_seq_cst) != 0)
-      waiting.push_back("version " + std::to_string(o->info.number) +
-                        ": a pinned call was still inside it; it is forwarded by the next collect(), quiesce() or "
-                        "reload() after the call returns");
-    else
-      others.push_back(o->forward.get());
-  }
-  forward_pending_ = !waiting.empty();
-  ForwardReport report = loader::forward_to(*target->forward, others);
-  for (std::string &w : waiting) {
-    ++report.kept;
-    report.kept_reasons.insert(report.kept_reasons.begin(), std::move(w));
-  }
-  target->info.forwarding = std::move(report);
-  if (!target->info.forwarding.unavailable.empty())
-    forwarding_off(target->info.forwarding.unavailable);
-}
-
-void HotModule::forward_pending_locked() {
-  if (!forward_pending_)
-    return;
-  Version *cur = current_.load();
-  if (!cur || cur == gate() || !cur->forward) {
-    forward_pending_ = false;
-    return;
-  }
-  std::vector<ForwardImage *> others;
-  forward_pending_ = false;
-  for (const auto &o : versions_)
-    if (o.get() != cur && o->lib && o->forward) {
-      if (o->pins.load(std::memory_order_seq_cst) != 0)
-        forward_pending_ = true;
-      else
-        others.push_back(o->forward.get());
-    }
-  ForwardReport r = loader::forward_to(*cur->forward, others);
-  cur->info.forwarding.forwarded = r.forwarded;
-  if (!r.unavailable.empty())
-    forwarding_off(r.unavailable);
-}
-
-std::size_t HotModule::quiesce() {
-  std::lock_guard<std::mutex> lock(mu_);
-  forward_pending_locked();
-  std::vector<Version *> replaced; // the rollback target counts, and stays
-  for (auto &v : versions_)
-    if ((v->retired || v.get() == previous_) && v->lib && v->forward)
-      replaced.push_back(v.get());
-  std::sort(replaced.begin(), replaced.end(),
-            [](const Version *a, const Version *b) { return a->info.number > b->info.number; });
-  std::size_t n = 0;
-  for (std::size_t i = options_.forward_keep_versions; i < replaced.size(); ++i) {
-    Version *v = replaced[i];
-    if (v == previous_ || v->pins.load(std::memory_order_seq_cst) != 0 ||
-        v->holds.load(std::memory_order_seq_cst) != 0 || !unforward_from(*v->forward, forwarded_except(v)))
-      continue; // still entered or kept, or a jump into it could not be undone: it stays
-    unmap_locked(v);
-    ++n;
-  }
-  return n + collect_locked();
 }
 
 std::optional<VersionInfo> HotModule::current() const {

@@ -452,15 +452,22 @@ TEST(Plugin, WithForwardingTheFaultingVersionIsTheOneWhoseCodeRan) {
 // ---------------------------------------------------------------------------
 // However a guarded call ends, the host's own handler sees the next fault.
 
-void host_handler(int) {
+// The page the host means to fault on: its handler says so only for a
+// fault there (a fault a stale guard swallowed would come back elsewhere).
+void *volatile g_fault_page = nullptr;
+
+void host_handler(int, siginfo_t *info, void *) {
   static const char said[] = "the host's handler ran\n";
+  if (info->si_addr != g_fault_page)
+    ::_exit(43);
   (void)!::write(2, said, sizeof said - 1);
   ::_exit(42);
 }
 
 void install_host_handler() {
   struct sigaction sa = {};
-  sa.sa_handler = host_handler;
+  sa.sa_sigaction = host_handler;
+  sa.sa_flags = SA_SIGINFO;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGSEGV, &sa, nullptr);
 }
@@ -469,6 +476,7 @@ void install_host_handler() {
 // sanitizer would report first (a store through null).
 int *no_access() {
   void *p = ::mmap(nullptr, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  g_fault_page = p;
   return p == MAP_FAILED ? nullptr : static_cast<int *>(p);
 }
 
@@ -504,18 +512,46 @@ TEST(PluginGuard, AnExceptionLeavingAGuardedCallDisarmsItsGuard) {
 sigjmp_buf g_host_escape;
 void escape_to_host() { siglongjmp(g_host_escape, 1); }
 
-// The host's callback longjmps out of the guarded call (as a host's
-// watchdog or error handler may): its guard must not catch a later fault.
-void longjmp_then_fault() {
+// The host's callback longjmps out of a guarded call (as a host's
+// watchdog or error handler may), to a sigsetjmp in this frame.
+void escape_a_guarded_call(Host &h) {
   install_host_handler();
-  Host h;
   if (!h.load(plugins().a, "plugin_a.so"))
     ::_exit(3);
   if (sigsetjmp(g_host_escape, 1) == 0) {
     (void)h.module.guarded(h.call_host, &escape_to_host);
     ::_exit(4); // did not jump
   }
+}
+
+// The guard left behind must not catch a later fault.
+void longjmp_then_fault() {
+  Host h;
+  escape_a_guarded_call(h);
   *no_access() = 1;
+  ::_exit(6);
+}
+
+// Faults `depth` calls deeper than its caller, each with a frame of its own.
+[[gnu::noinline]] int fault_deep(int depth) {
+  volatile char frame[256];
+  frame[0] = static_cast<char>(depth);
+  if (depth == 0) {
+    *no_access() = 1;
+    return 0;
+  }
+  return fault_deep(depth - 1) + frame[0];
+}
+
+// After the longjmp the host calls guarded() again, then faults deeper on
+// its stack than the abandoned guarded call was: the stale guard was
+// dropped when the next one was armed.
+void longjmp_guard_again_then_fault_deep() {
+  Host h;
+  escape_a_guarded_call(h);
+  if (h.module.guarded(h.tag, 0).value() != 1)
+    ::_exit(5);
+  (void)fault_deep(64);
   ::_exit(6);
 }
 
@@ -523,6 +559,7 @@ TEST(PluginGuard, ALongjmpOutOfAGuardedCallDisarmsItsGuard) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   (void)plugins();
   EXPECT_EXIT(longjmp_then_fault(), ::testing::ExitedWithCode(42), "the host's handler ran");
+  EXPECT_EXIT(longjmp_guard_again_then_fault_deep(), ::testing::ExitedWithCode(42), "the host's handler ran");
 }
 
 // Exceptions and returns on several threads at once: each reaches its own
