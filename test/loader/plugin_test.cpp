@@ -314,8 +314,9 @@ void run_frame_loop(const FrameLoop &mode, Tally &t) {
     th.join();
   {
     HotModule::Pin pin = h.module.pin();
-    if (mode.state) // every step of every version counted into one carried variable
+    if (mode.state) { // every step of every version counted into one carried variable
       EXPECT_EQ(pin.get(h.frames_done)(0), t.steps.load());
+    }
     for (Scene *w : worlds)
       pin.get(h.scene_free)(w);
   }
@@ -329,8 +330,9 @@ void expect_truthful(const FrameLoop &mode) {
   EXPECT_EQ(t.wrong_pinned.load(), 0) << "of " << t.calls.load() << " calls in " << t.batches.load() << " batches";
   EXPECT_EQ(t.mixed.load(), 0);
   EXPECT_EQ(t.unpublished.load(), 0);
-  if (mode.forward)
+  if (mode.forward) {
     EXPECT_GT(t.kept_moved.load(), 0) << "the kept pointer never ran a newer version: forwarding did nothing";
+  }
 }
 
 TEST(Plugin, FrameLoopIsTruthfulWithoutForwarding) { expect_truthful({false, false}); }
