@@ -319,10 +319,6 @@ std::string apply(std::vector<Planned> &plan, const std::vector<const ForwardIma
   return why;
 }
 
-bool within(const std::vector<ImageRange> &ranges, std::uintptr_t a) {
-  return std::any_of(ranges.begin(), ranges.end(), [a](const ImageRange &r) { return a >= r.start && a < r.end; });
-}
-
 void list(ForwardReport &report, const std::string &what) {
   ++report.kept;
   if (report.kept_reasons.size() < kMaxListed)

@@ -187,7 +187,7 @@ Expected<std::unique_ptr<HotModule::Version>> HotModule::map_version(const std::
     if (!(slots[i] = lib->symbol(entries_[i])))
       return make_error(ErrorCode::MissingExport, "is not resolvable in the mapped image", name, entries_[i]);
   // 4. Its state variables, where they are mapped.
-  auto state = state_variables(bytes, name, lib->base());
+  auto state = state_variables(bytes, name, lib->base(), identity);
   if (!state)
     return state.take_error();
   // 5. Its functions, for forwarding.
@@ -412,19 +412,16 @@ struct HotModule::Blame {
 
 HotModule::Blame HotModule::blame_locked(int signal, std::uintptr_t address, const std::uintptr_t *frames,
                                          int count) const {
-  auto in = [](const std::vector<ImageRange> &ranges, std::uintptr_t a) {
-    return std::any_of(ranges.begin(), ranges.end(), [a](const ImageRange &r) { return a >= r.start && a < r.end; });
-  };
   // Newest first: an address range a later mapping reuses is the later one's.
   auto gone = [&](std::uintptr_t a) -> const Unmapped * {
     for (auto it = unmapped_.rbegin(); it != unmapped_.rend(); ++it)
-      if (in(it->ranges, a))
+      if (within(it->ranges, a))
         return &*it;
     return nullptr;
   };
   auto mapped = [&](std::uintptr_t a) -> const Version * {
     for (const auto &v : versions_)
-      if (v->lib && in(v->lib->ranges(), a))
+      if (v->lib && within(v->lib->ranges(), a))
         return v.get();
     return nullptr;
   };
@@ -434,7 +431,7 @@ HotModule::Blame HotModule::blame_locked(int signal, std::uintptr_t address, con
   // followed the pointer.
   if ((signal == SIGSEGV || signal == SIGBUS) && !mapped(address))
     if ((b.unmapped = gone(address))) {
-      b.frame = in(b.unmapped->ranges, frames[0]) ? 0 : 1;
+      b.frame = within(b.unmapped->ranges, frames[0]) ? 0 : 1;
       return b;
     }
   for (int i = 0; i < count; ++i) {

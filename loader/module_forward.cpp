@@ -15,11 +15,18 @@ void HotModule::forwarding_off(const std::string &why) {
   forwarding_off_ = why;
 }
 
-std::vector<ForwardImage *> HotModule::forwarded_except(const Version *v) const {
+// The mapped versions' images but `v`'s. With `pinned`, a version a pin
+// holds goes there (its number) instead: its code may not change yet.
+std::vector<ForwardImage *> HotModule::forwarded_except(const Version *v, std::vector<std::uint64_t> *pinned) const {
   std::vector<ForwardImage *> out;
-  for (const auto &o : versions_)
-    if (o.get() != v && o->lib && o->forward)
+  for (const auto &o : versions_) {
+    if (o.get() == v || !o->lib || !o->forward)
+      continue;
+    if (pinned && o->pins.load(std::memory_order_seq_cst) != 0)
+      pinned->push_back(o->info.number);
+    else
       out.push_back(o->forward.get());
+  }
   return out;
 }
 
@@ -47,23 +54,16 @@ void HotModule::forward_to(Version *target, Version *replaced) {
   }
   if (replaced && replaced->lib && replaced->forward)
     (void)wait_unpinned(replaced);
-  std::vector<ForwardImage *> others;
-  std::vector<std::string> waiting;
-  for (const auto &o : versions_) {
-    if (o.get() == target || !o->lib || !o->forward)
-      continue;
-    if (o->pins.load(std::memory_order_seq_cst) != 0)
-      waiting.push_back("version " + std::to_string(o->info.number) +
-                        ": a pinned call was still inside it; it is forwarded by the next collect(), quiesce() or "
-                        "reload() after the call returns");
-    else
-      others.push_back(o->forward.get());
-  }
-  forward_pending_ = !waiting.empty();
+  std::vector<std::uint64_t> pinned;
+  std::vector<ForwardImage *> others = forwarded_except(target, &pinned);
+  forward_pending_ = !pinned.empty();
   ForwardReport report = loader::forward_to(*target->forward, others);
-  for (std::string &w : waiting) {
+  for (std::uint64_t n : pinned) {
     ++report.kept;
-    report.kept_reasons.insert(report.kept_reasons.begin(), std::move(w));
+    report.kept_reasons.insert(report.kept_reasons.begin(),
+                               "version " + std::to_string(n) +
+                                   ": a pinned call was still inside it; it is forwarded by the next collect(), "
+                                   "quiesce() or reload() after the call returns");
   }
   target->info.forwarding = std::move(report);
   if (!target->info.forwarding.unavailable.empty())
@@ -78,15 +78,9 @@ void HotModule::forward_pending_locked() {
     forward_pending_ = false;
     return;
   }
-  std::vector<ForwardImage *> others;
-  forward_pending_ = false;
-  for (const auto &o : versions_)
-    if (o.get() != cur && o->lib && o->forward) {
-      if (o->pins.load(std::memory_order_seq_cst) != 0)
-        forward_pending_ = true;
-      else
-        others.push_back(o->forward.get());
-    }
+  std::vector<std::uint64_t> pinned;
+  std::vector<ForwardImage *> others = forwarded_except(cur, &pinned);
+  forward_pending_ = !pinned.empty();
   ForwardReport r = loader::forward_to(*cur->forward, others);
   cur->info.forwarding.forwarded = r.forwarded;
   if (!r.unavailable.empty())

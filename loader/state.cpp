@@ -154,7 +154,7 @@ std::vector<StateVariable> read_elf(const llvm::object::ELFObjectFile<ELFT> &obj
 } // namespace
 
 Expected<std::vector<StateVariable>> state_variables(const std::vector<std::uint8_t> &bytes, const std::string &name,
-                                                     std::uintptr_t load_base) {
+                                                     std::uintptr_t load_base, const std::string &identity) {
   llvm::MemoryBufferRef ref(llvm::StringRef(reinterpret_cast<const char *>(bytes.data()), bytes.size()), name);
   auto bin = llvm::object::ObjectFile::createObjectFile(ref);
   if (!bin) {
@@ -170,12 +170,13 @@ Expected<std::vector<StateVariable>> state_variables(const std::vector<std::uint
     return vars; // no state on other formats yet (hotlink/state.h)
   if (vars.empty())
     return vars;
-  // The layouts, read from the debug info once per artifact (by its
-  // BLAKE3): reading it is most of what state adds to a reload of code
-  // built with -g, and an engine alternating two versions, or reloading
-  // one it had before, reloads the same bytes.
+  // The layouts, read from the debug info once per artifact: reading it
+  // is most of what state adds to a reload of code built with -g, and an
+  // engine alternating two versions, or reloading one it had before,
+  // reloads the same bytes.
   static base::Memo<std::string, std::vector<std::string>> layouts(64);
-  auto found = layouts.compute_once(trust::blake3_hex(bytes), [&]() -> std::optional<std::vector<std::string>> {
+  std::string key = identity.empty() ? "blake3:" + trust::blake3_hex(bytes) : identity;
+  auto found = layouts.compute_once(key, [&]() -> std::optional<std::vector<std::string>> {
     auto dwarf_ctx = llvm::DWARFContext::create(**bin);
     std::vector<std::string> out;
     for (const StateVariable &v : vars)
@@ -217,9 +218,8 @@ long long pointer_into(const StateVariable &v, const std::vector<ImageRange> &im
   for (std::uintptr_t a = first; a + sizeof(void *) <= start + v.size; a += sizeof(void *)) {
     std::uintptr_t word;
     std::memcpy(&word, reinterpret_cast<const void *>(a), sizeof word);
-    for (const ImageRange &r : image)
-      if (word >= r.start && word < r.end)
-        return static_cast<long long>(a - start);
+    if (within(image, word))
+      return static_cast<long long>(a - start);
   }
   return -1;
 }

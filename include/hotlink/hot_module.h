@@ -287,7 +287,7 @@ private:
   void forward_pending_locked();
   bool wait_unpinned(Version *v) const;
   void forwarding_off(const std::string &why);
-  std::vector<ForwardImage *> forwarded_except(const Version *v) const;
+  std::vector<ForwardImage *> forwarded_except(const Version *v, std::vector<std::uint64_t> *pinned = nullptr) const;
 
   ModuleOptions options_;
   mutable std::mutex mu_; // reload, rollback, collect, registration

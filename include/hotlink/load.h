@@ -60,6 +60,14 @@ struct HOTLINK_API ImageRange {
   std::uintptr_t start = 0, end = 0;
 };
 
+// Whether `address` lies in one of `ranges` (an image's segments).
+inline bool within(const std::vector<ImageRange> &ranges, std::uintptr_t address) {
+  for (const ImageRange &r : ranges)
+    if (address >= r.start && address < r.end)
+      return true;
+  return false;
+}
+
 // A mapped private copy. Unmapped (dlclose) and its file removed when
 // destroyed.
 class HOTLINK_API Library {

@@ -60,9 +60,13 @@ struct HOTLINK_API StateReport {
 };
 
 // The image's state variables, at their addresses in the mapped image that
-// starts at `load_base` (0: the link-time addresses).
+// starts at `load_base` (0: the link-time addresses). Their layouts are
+// read from the debug info once per artifact and kept by its content
+// `identity` (a hash the caller has already, such as Verified's; empty:
+// its BLAKE3 is computed here).
 HOTLINK_API Expected<std::vector<StateVariable>> state_variables(const std::vector<std::uint8_t> &bytes,
-                                                     const std::string &name, std::uintptr_t load_base);
+                                                     const std::string &name, std::uintptr_t load_base,
+                                                     const std::string &identity = {});
 
 struct HOTLINK_API StateCarry {
   struct Pair {
