@@ -44,6 +44,22 @@ bool read_exact(int fd, std::vector<std::uint8_t> &out, std::uint64_t size) {
   return true;
 }
 
+std::optional<FileError> read_file(const std::string &path, std::vector<std::uint8_t> &out, std::uint64_t most) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return FileError{"cannot read", errno, path};
+  struct stat st;
+  std::optional<FileError> failed;
+  if (::fstat(fd, &st) != 0)
+    failed = FileError{"cannot read", errno, path};
+  else if (static_cast<std::uint64_t>(st.st_size) > most)
+    failed = FileError{"cannot read", EFBIG, path};
+  else if (errno = 0, !read_exact(fd, out, static_cast<std::uint64_t>(st.st_size)))
+    failed = FileError{"cannot read", errno ? errno : EIO, path};
+  ::close(fd);
+  return failed;
+}
+
 bool same_file(int fd, const std::string &path) {
   struct stat a, b;
   if (::fstat(fd, &a) != 0 || ::stat(path.c_str(), &b) != 0)

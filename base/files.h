@@ -56,4 +56,9 @@ struct FileError {
 std::optional<FileError> write_file_atomically(const std::string &path, const void *data, std::size_t size,
                                                AtomicWrite how = {});
 
+// Reads the whole of `path` into `out`; a file of more than `most` bytes
+// is refused (EFBIG) without reading it.
+std::optional<FileError> read_file(const std::string &path, std::vector<std::uint8_t> &out,
+                                   std::uint64_t most = UINT64_MAX);
+
 } // namespace hotlink::base

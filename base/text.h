@@ -1,7 +1,9 @@
-// Internal. Names in a message: "a, b, c and 4 more".
+// Internal. Text for messages and identities: names in a message ("a, b,
+// c and 4 more"), bytes as lowercase hex.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 namespace hotlink::base {
@@ -17,6 +19,18 @@ template <class Names> std::string list_some(const Names &names, std::size_t mos
     s += (i++ ? ", " : "") + std::string(n);
   }
   return s;
+}
+
+// `size` bytes as 2*size lowercase hex digits.
+inline std::string hex(const void *data, std::size_t size) {
+  static const char digits[] = "0123456789abcdef";
+  const auto *p = static_cast<const std::uint8_t *>(data);
+  std::string out(2 * size, '0');
+  for (std::size_t i = 0; i < size; ++i) {
+    out[2 * i] = digits[p[i] >> 4];
+    out[2 * i + 1] = digits[p[i] & 15];
+  }
+  return out;
 }
 
 } // namespace hotlink::base

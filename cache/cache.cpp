@@ -2,6 +2,8 @@
 // then the remote tier (remote_tier.cpp), then the producer.
 #include "cache/store.h"
 
+#include <filesystem>
+
 namespace hotlink::cache {
 
 Cache::Cache(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -34,12 +36,11 @@ std::optional<Error> make_directory(const Config &config, struct stat &st) {
     return make_error(ErrorCode::InputNotFound, "no cache directory here", dir, {},
                       "check the path; a cache is made by the first link that uses it "
                       "(hotlink link --cache DIR)");
-  llvm::SmallString<256> parent(dir);
-  llvm::sys::path::remove_filename(parent);
-  if (!parent.empty())
-    if (auto ec = llvm::sys::fs::create_directories(parent))
-      return make_error(ErrorCode::CacheError, "cannot create the parent directory: " + ec.message(), dir, {},
-                        "choose a directory you can create");
+  std::filesystem::path parent = std::filesystem::path(dir).parent_path();
+  std::error_code ec;
+  if (!parent.empty() && (std::filesystem::create_directories(parent, ec), ec))
+    return make_error(ErrorCode::CacheError, "cannot create the parent directory: " + ec.message(), dir, {},
+                      "choose a directory you can create");
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
     return make_error(ErrorCode::CacheError, "cannot create: " + errno_text(errno), dir, {},
                       "choose a directory you can create");
@@ -173,11 +174,13 @@ Expected<std::shared_ptr<Cache>> Cache::open(Config config) {
   if (config.dir.empty())
     return make_error(ErrorCode::BadRequest, "no cache directory given", {}, "--cache",
                       "name a directory for the cache");
-  llvm::SmallString<256> abs(config.dir);
-  llvm::sys::fs::make_absolute(abs);
+  std::error_code ec;
+  std::string abs = std::filesystem::absolute(config.dir, ec).string();
+  if (ec)
+    return make_error(ErrorCode::CacheError, "cannot make the path absolute: " + ec.message(), config.dir);
   while (abs.size() > 1 && abs.back() == '/')
     abs.pop_back();
-  config.dir = abs.str().str();
+  config.dir = abs;
   struct stat st;
   if (auto err = make_directory(config, st))
     return std::move(*err);

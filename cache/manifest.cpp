@@ -3,7 +3,7 @@
 #include "hotlink/blake3.h"
 #include "hotlink/signature.h"
 
-#include "llvm/Support/JSON.h"
+#include "base/json.h"
 
 #include <chrono>
 
@@ -12,6 +12,8 @@
 #endif
 
 namespace hotlink::cache::manifest {
+
+namespace json = base::json;
 
 namespace {
 
@@ -57,17 +59,14 @@ bool is_hex_key(const std::string &s) {
 
 // The manifest's JSON (a statement: hotlink/signature.h).
 std::string encode_manifest(const Manifest &m) {
-  llvm::json::Array exports;
-  for (const std::string &e : m.exports)
-    exports.push_back(e);
-  llvm::json::Object o{
+  json::Value o = {
       {"format", m.format},
       {"key", m.key},
       {"name", m.name},
       {"target", m.target},
       {"size", static_cast<std::int64_t>(m.size)},
       {"blake3", m.blake3},
-      {"exports", std::move(exports)},
+      {"exports", m.exports},
       {"created", m.created},
       {"hotlink_version", m.hotlink_version},
       {"linker_version", m.linker_version},
@@ -75,13 +74,8 @@ std::string encode_manifest(const Manifest &m) {
   };
   for (const Companion &c : kCompanions)
     if (!(m.*c.blake3).empty())
-      o[c.json] = llvm::json::Object{{"size", static_cast<std::int64_t>(m.*c.size)},
-                                     {"blake3", m.*c.blake3}};
-  std::string body;
-  llvm::raw_string_ostream os(body);
-  os << llvm::json::Value(std::move(o));
-  os.flush();
-  return body;
+      o[c.json] = {{"size", static_cast<std::int64_t>(m.*c.size)}, {"blake3", m.*c.blake3}};
+  return json::print(o);
 }
 
 // Returns the reason it is refused, or empty.
@@ -89,24 +83,20 @@ std::string decode_manifest(const std::string &text, Manifest &m) {
   auto st = signature::parse_statement(text, "manifest");
   if (!st)
     return st.error().message;
-  const std::string &body = st->json;
-  auto v = llvm::json::parse(body);
-  if (!v) {
-    llvm::consumeError(v.takeError());
+  json::Value o = json::parse(st->json);
+  if (o.is_discarded())
     return "manifest is not valid JSON";
-  }
-  const llvm::json::Object *o = v->getAsObject();
-  if (!o)
+  if (!o.is_object())
     return "manifest is not a JSON object";
   auto str = [&](const char *k, std::string &out) {
-    if (auto s = o->getString(k)) {
-      out = s->str();
+    if (const json::Value *s = json::string_at(o, k)) {
+      out = s->get<std::string>();
       return true;
     }
     return false;
   };
-  auto num = [&](const llvm::json::Object *obj, const char *k, auto &out) {
-    if (auto n = obj->getInteger(k)) {
+  auto num = [&](const json::Value &obj, const char *k, auto &out) {
+    if (auto n = json::integer_at(obj, k)) {
       out = static_cast<std::remove_reference_t<decltype(out)>>(*n);
       return *n >= 0;
     }
@@ -119,23 +109,22 @@ std::string decode_manifest(const std::string &text, Manifest &m) {
       !num(o, "created", m.created) || !str("hotlink_version", m.hotlink_version) ||
       !str("linker_version", m.linker_version))
     return "manifest lacks a field";
-  if (auto b = o->getNumber("build_ms"))
+  if (auto b = json::number_at(o, "build_ms"))
     m.build_ms = *b;
-  const llvm::json::Array *ex = o->getArray("exports");
+  const json::Value *ex = json::array_at(o, "exports");
   if (!ex)
     return "manifest lacks its export list";
-  for (const llvm::json::Value &e : *ex) {
-    auto s = e.getAsString();
-    if (!s)
+  for (const json::Value &e : *ex) {
+    if (!e.is_string())
       return "manifest export list holds a non-string";
-    m.exports.push_back(s->str());
+    m.exports.push_back(e.get<std::string>());
   }
   for (const Companion &comp : kCompanions) {
-    if (const llvm::json::Object *c = o->getObject(comp.json)) {
-      auto h = c->getString("blake3");
-      if (!num(c, "size", m.*comp.size) || !h)
+    if (const json::Value *c = json::object_at(o, comp.json)) {
+      const json::Value *h = json::string_at(*c, "blake3");
+      if (!num(*c, "size", m.*comp.size) || !h)
         return std::string("manifest's ") + comp.json + " record is incomplete";
-      m.*comp.blake3 = h->str();
+      m.*comp.blake3 = h->get<std::string>();
     }
   }
   return {};

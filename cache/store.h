@@ -12,11 +12,6 @@
 #include "base/files.h"
 #include "hotlink/blake3.h"
 
-#include "llvm/ADT/StringExtras.h"
-#include "llvm/Support/FileSystem.h"
-#include "llvm/Support/JSON.h"
-#include "llvm/Support/Path.h"
-
 #include <algorithm>
 #include <atomic>
 #include <cerrno>

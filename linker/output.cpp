@@ -4,9 +4,6 @@
 
 #include "base/files.h"
 
-#include "llvm/Support/FileSystem.h"
-#include "llvm/Support/Path.h"
-
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -23,6 +20,19 @@
 namespace hotlink::detail {
 
 namespace {
+
+// The directory part of `path` ("." for a bare name, "/" for one in the
+// root) and its last part ("" when it ends in '/').
+std::string directory_of(const std::string &path) {
+  std::size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+}
+std::string name_of(const std::string &path) { return path.substr(path.rfind('/') + 1); }
+
+bool is_directory(const std::string &path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
 
 // The process's umask, read without changing it (umask() would race with
 // other threads creating files): /proc/self/status has it since Linux 4.7.
@@ -78,11 +88,8 @@ Expected<OutputReservation> OutputReservation::reserve(const std::string &path, 
   OutputReservation r;
   r.path_ = path;
   r.mode_ = mode;
-  llvm::SmallString<256> dir(path);
-  llvm::sys::path::remove_filename(dir);
-  if (dir.empty())
-    dir = ".";
-  if (llvm::sys::path::filename(path).empty() || llvm::sys::fs::is_directory(path))
+  std::string dir = directory_of(path);
+  if (name_of(path).empty() || name_of(path) == "." || name_of(path) == ".." || is_directory(path))
     return make_error(ErrorCode::OutputError, "the output path names a directory",
                       path, "-o", "name a file");
   // An existing file that is not a regular one (/dev/null, a FIFO, a
@@ -105,28 +112,28 @@ Expected<OutputReservation> OutputReservation::reserve(const std::string &path, 
   // in the instant between naming and renaming leaves a named temporary,
   // which the first link of that output in a later process removes (a
   // directory is read once per process and output, not at every link).
-  std::string base = llvm::sys::path::filename(path).str();
+  std::string base = name_of(path);
   static const bool can_name = ::access("/proc/self/fd", X_OK) == 0;
   r.fd_ = can_name ? ::open(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600) : -1;
   if (r.fd_ >= 0) {
     static std::mutex mu;
     static std::set<std::string> swept;
     std::lock_guard<std::mutex> lock(mu);
-    if (swept.insert(dir.str().str() + "/" + base).second)
-      sweep_dead_temporaries(dir.str().str(), base);
+    if (swept.insert(dir + "/" + base).second)
+      sweep_dead_temporaries(dir, base);
     return r;
   }
   if (!can_name)
     errno = EOPNOTSUPP;
   if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL && errno != ENOENT)
-    return r.cannot_reserve(dir.str().str(), errno);
-  if (errno == ENOENT && !llvm::sys::fs::is_directory(dir))
-    return r.cannot_reserve(dir.str().str(), ENOENT);
+    return r.cannot_reserve(dir, errno);
+  if (errno == ENOENT && !is_directory(dir))
+    return r.cannot_reserve(dir, ENOENT);
   // A file system without O_TMPFILE: a named temporary, and those of
   // links that were killed are swept at every link.
-  sweep_dead_temporaries(dir.str().str(), base);
+  sweep_dead_temporaries(dir, base);
   for (int attempt = 0; attempt < 100 && r.fd_ < 0; ++attempt) {
-    r.temp_ = temp_path(dir.str().str(), base, attempt);
+    r.temp_ = temp_path(dir, base, attempt);
     r.fd_ = ::open(r.temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (r.fd_ < 0 && errno != EEXIST)
       break;
@@ -134,7 +141,7 @@ Expected<OutputReservation> OutputReservation::reserve(const std::string &path, 
   if (r.fd_ < 0) {
     int e = errno;
     r.temp_.clear();
-    return r.cannot_reserve(dir.str().str(), e);
+    return r.cannot_reserve(dir, e);
   }
   return r;
 }
@@ -184,12 +191,10 @@ std::optional<Error> OutputReservation::commit() {
   if (temp_.empty()) {
     // The unnamed file gets a temporary name beside the path, then the
     // path: rename() replaces atomically, linkat() cannot.
-    std::string base = llvm::sys::path::filename(path_).str();
-    llvm::SmallString<256> dir(path_);
-    llvm::sys::path::remove_filename(dir);
+    std::string base = name_of(path_), dir = directory_of(path_);
     std::string proc = "/proc/self/fd/" + std::to_string(fd_);
     for (int attempt = 0; attempt < 100; ++attempt) {
-      std::string t = temp_path(dir.empty() ? std::string(".") : dir.str().str(), base, attempt);
+      std::string t = temp_path(dir, base, attempt);
       if (::linkat(AT_FDCWD, proc.c_str(), AT_FDCWD, t.c_str(), AT_SYMLINK_FOLLOW) == 0) {
         temp_ = t;
         break;

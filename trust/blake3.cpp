@@ -1,13 +1,17 @@
 #include "hotlink/blake3.h"
+#include "base/text.h"
 
-#include "llvm/ADT/StringExtras.h"
-#include "llvm/Support/BLAKE3.h"
+#include "blake3.h"
 
 namespace hotlink::trust {
 
 std::string blake3_hex(const void *data, std::size_t size) {
-  auto h = llvm::BLAKE3::hash(llvm::ArrayRef<std::uint8_t>(static_cast<const std::uint8_t *>(data), size));
-  return llvm::toHex(llvm::ArrayRef<std::uint8_t>(h.data(), h.size()), /*LowerCase=*/true);
+  blake3_hasher hasher;
+  blake3_hasher_init(&hasher);
+  blake3_hasher_update(&hasher, data, size);
+  std::uint8_t h[BLAKE3_OUT_LEN];
+  blake3_hasher_finalize(&hasher, h, sizeof h);
+  return base::hex(h, sizeof h);
 }
 
 } // namespace hotlink::trust

@@ -1,11 +1,9 @@
 #include "hotlink/signature.h"
 
 #include "base/files.h"
+#include "base/text.h"
 #include "hotlink/blake3.h"
-
-#include "llvm/ADT/StringExtras.h"
-#include "llvm/Support/JSON.h"
-#include "llvm/Support/raw_ostream.h"
+#include "base/json.h"
 
 #include <sodium.h>
 
@@ -13,14 +11,14 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 namespace hotlink::signature {
+
+namespace json = base::json;
 
 namespace {
 
@@ -35,9 +33,7 @@ void init_sodium() {
   (void)ok;
 }
 
-std::string hex(const std::uint8_t *p, std::size_t n) {
-  return llvm::toHex(llvm::ArrayRef<std::uint8_t>(p, n), /*LowerCase=*/true);
-}
+std::string hex(const std::uint8_t *p, std::size_t n) { return base::hex(p, n); }
 
 template <std::size_t N> bool unhex(const std::string &text, std::array<std::uint8_t, N> &out) {
   if (text.size() != 2 * N)
@@ -68,16 +64,13 @@ Error key_error(const std::string &path, std::string what, std::string hint = {}
 }
 
 Expected<std::string> read_small_file(const std::string &path, const char *what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return key_error(path, std::string("cannot read the ") + what + ": " + std::strerror(errno),
-                     "create one with `hotlink keygen -o FILE`");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  std::string text = ss.str();
-  if (text.size() > 4096)
-    return key_error(path, std::string("is too large to be a ") + what);
-  return text;
+  std::vector<std::uint8_t> bytes;
+  if (auto failed = base::read_file(path, bytes, 4096))
+    return failed->errnum == EFBIG ? key_error(path, std::string("is too large to be a ") + what)
+                                   : key_error(path, std::string("cannot read the ") + what + ": " +
+                                                         std::strerror(failed->errnum),
+                                               "create one with `hotlink keygen -o FILE`");
+  return std::string(bytes.begin(), bytes.end());
 }
 
 // Writes `text` to `path` with `mode`, exclusively unless `overwrite`
@@ -245,7 +238,7 @@ Expected<Statement> parse_statement(const std::string &text, const std::string &
   if (text.size() > kMaxStatement)
     return bad("statement is implausibly large");
   // The checksum line is the first line that starts with "blake3 " after
-  // the JSON; the JSON itself is one line (llvm::json prints no newlines).
+  // the JSON; the JSON itself is one line (base/json.h prints no newlines).
   std::size_t nl = text.find("\nblake3 ");
   if (nl == std::string::npos || text.size() < nl + 8 + 64 + 1 || text[nl + 8 + 64] != '\n')
     return bad("statement has no checksum line (truncated?)");
@@ -308,26 +301,22 @@ Expected<Checked> check_statement(const std::string &text, const std::vector<Pub
                       "has a signature by a trusted key that does not verify (the statement was "
                       "changed after it was signed)",
                       name, c.signer.hex().substr(0, 16), "do not use it; fetch or rebuild the artifact");
-  auto v = llvm::json::parse(s.json);
-  if (!v) {
-    llvm::consumeError(v.takeError());
-    return make_error(ErrorCode::BadSignature, "signed statement is not JSON", name);
-  }
-  const llvm::json::Object *o = v->getAsObject();
-  auto b = o ? o->getString("blake3") : std::nullopt;
-  auto size = o ? o->getInteger("size") : std::nullopt;
-  const llvm::json::Array *ex = o ? o->getArray("exports") : nullptr;
+  json::Value v = json::parse(s.json);
+  if (v.is_discarded() || !v.is_object())
+    return make_error(ErrorCode::BadSignature, "signed statement is not a JSON object", name);
+  const json::Value *b = json::string_at(v, "blake3");
+  auto size = json::integer_at(v, "size");
+  const json::Value *ex = json::array_at(v, "exports");
   if (!b || !size || *size < 0 || !ex)
     return make_error(ErrorCode::BadSignature,
                       "signed statement lacks its artifact's blake3, size or exports", name);
-  c.blake3 = b->str();
+  c.blake3 = b->get<std::string>();
   c.size = static_cast<std::uint64_t>(*size);
-  for (const llvm::json::Value &e : *ex) {
-    auto str = e.getAsString();
-    if (!str)
+  for (const json::Value &e : *ex) {
+    if (!e.is_string())
       return make_error(ErrorCode::BadSignature, "signed statement's export list holds a non-string",
                         name);
-    c.exports.push_back(str->str());
+    c.exports.push_back(e.get<std::string>());
   }
   return c;
 }
@@ -352,21 +341,14 @@ std::string artifact_statement_json(const std::vector<std::uint8_t> &artifact,
                                     const std::string &name,
                                     const std::vector<std::string> &exports,
                                     const std::string &target) {
-  llvm::json::Array ex;
-  for (const std::string &e : exports)
-    ex.push_back(e);
-  llvm::json::Object o{{"format", 1},
-                       {"kind", std::string("artifact")},
-                       {"name", name},
-                       {"target", target},
-                       {"size", static_cast<std::int64_t>(artifact.size())},
-                       {"blake3", blake3_hex(artifact)},
-                       {"exports", std::move(ex)}};
-  std::string out;
-  llvm::raw_string_ostream os(out);
-  os << llvm::json::Value(std::move(o));
-  os.flush();
-  return out;
+  json::Value o = {{"format", 1},
+                   {"kind", "artifact"},
+                   {"name", name},
+                   {"target", target},
+                   {"size", static_cast<std::int64_t>(artifact.size())},
+                   {"blake3", blake3_hex(artifact)},
+                   {"exports", exports}};
+  return json::print(o);
 }
 
 } // namespace hotlink::signature

@@ -3,9 +3,10 @@
 #include "verify/imports.h"
 #include "hotlink/blake3.h"
 
-#include "llvm/ADT/StringExtras.h"
-#include "llvm/Support/MemoryBuffer.h"
-#include "llvm/Support/SHA256.h"
+#include "base/files.h"
+#include "base/text.h"
+
+#include <sodium.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -77,17 +78,17 @@ std::string foreign_hint(Format format, Arch arch) {
 } // namespace
 
 std::string sha256_hex(const std::vector<std::uint8_t> &bytes) {
-  auto h = llvm::SHA256::hash(llvm::ArrayRef<uint8_t>(bytes.data(), bytes.size()));
-  return llvm::toHex(llvm::ArrayRef<uint8_t>(h.data(), h.size()), /*LowerCase=*/true);
+  unsigned char h[crypto_hash_sha256_BYTES];
+  crypto_hash_sha256(h, bytes.data(), bytes.size());
+  return base::hex(h, sizeof h);
 }
 
 Expected<std::vector<std::uint8_t>> read_artifact_file(const std::string &path) {
-  auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false, /*RequiresNullTerminator=*/false);
-  if (!buf)
-    return make_error(ErrorCode::InputNotFound, "cannot read: " + buf.getError().message(), path,
-                      {}, "check that the artifact exists and is readable");
-  const auto *p = reinterpret_cast<const std::uint8_t *>((*buf)->getBufferStart());
-  return std::vector<std::uint8_t>(p, p + (*buf)->getBufferSize());
+  std::vector<std::uint8_t> bytes;
+  if (auto failed = base::read_file(path, bytes))
+    return make_error(ErrorCode::InputNotFound, failed->to_string(), path, {},
+                      "check that the artifact exists and is readable");
+  return bytes;
 }
 
 Expected<Verified> verify(const std::vector<std::uint8_t> &bytes, const std::string &name,
