@@ -1,6 +1,7 @@
-// Reading linked artifacts: what an ELF .so, PE DLL, Mach-O dylib or wasm
-// module exports, imports and needs.
-#include "hotlink/symbols.h"
+// Reading linked artifacts with LLVM Object: what an ELF .so, PE DLL,
+// Mach-O dylib, wasm module or GPU code object exports, imports and needs
+// (exports/artifacts.h).
+#include "exports/artifacts.h"
 #include "exports/object_file.h"
 #include "exports/recovery.h"
 #include "exports/targets.h"
@@ -78,9 +79,12 @@ std::optional<Error> elf_notes_and_needed(const ELFFile<ELF64LE> &file, const st
     if (ph.p_type != ELF::PT_NOTE)
       continue;
     llvm::Error err = llvm::Error::success();
+    // The descriptor lies at the note alignment notes() walks with (4 for a
+    // p_align below 4): given p_align 0 itself, LLVM reads it from the
+    // note header (found by fuzz_images).
     for (const auto &note : file.notes(ph, err))
       if (note.getType() == ELF::NT_GNU_BUILD_ID && note.getName() == "GNU")
-        info.build_id = toHex(note.getDesc(ph.p_align), /*LowerCase=*/true);
+        info.build_id = toHex(note.getDesc(std::max<uint64_t>(ph.p_align, 4)), /*LowerCase=*/true);
     if (err)
       return corrupt_table(name, std::move(err));
   }
@@ -235,9 +239,16 @@ Expected<ArtifactInfo> read_artifact_unguarded(const void *data, std::size_t siz
 
 } // namespace
 
-Expected<ArtifactInfo> read_artifact(const void *data, std::size_t size,
-                                     const std::string &name) {
+Expected<ArtifactInfo> read_artifact_with_llvm(const void *data, std::size_t size, const std::string &name) {
   return read_guarded<ArtifactInfo>(name, ErrorCode::InvalidInput, [&] { return read_artifact_unguarded(data, size, name); });
+}
+
+} // namespace hotlink::exports
+
+namespace hotlink::exports {
+
+Expected<ArtifactInfo> read_foreign_artifact(const void *data, std::size_t size, const std::string &name) {
+  return read_artifact_with_llvm(data, size, name);
 }
 
 } // namespace hotlink::exports

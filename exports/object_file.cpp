@@ -41,31 +41,6 @@ Arch arch_of(Triple::ArchType a) {
   }
 }
 
-// Declared in symbols.h; beside the mapping it names.
-const char *to_string(Format f) {
-  switch (f) {
-  case Format::ELF: return "ELF";
-  case Format::COFF: return "COFF";
-  case Format::MachO: return "Mach-O";
-  case Format::Wasm: return "wasm";
-  case Format::Unknown: break;
-  }
-  return "unknown";
-}
-
-const char *to_string(Arch a) {
-  switch (a) {
-  case Arch::X86_64: return "x86_64";
-  case Arch::X86: return "i386";
-  case Arch::AArch64: return "aarch64";
-  case Arch::Wasm32: return "wasm32";
-  case Arch::AMDGCN: return "amdgcn";
-  case Arch::NVPTX64: return "nvptx64";
-  case Arch::Unknown: break;
-  }
-  return "unknown";
-}
-
 Arch arch_of_coff_machine(uint16_t m) {
   switch (m) {
   case COFF::IMAGE_FILE_MACHINE_AMD64: return Arch::X86_64;

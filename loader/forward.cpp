@@ -4,8 +4,7 @@
 #include "loader/decoder/decoder.h"
 #include "loader/pairing.h"
 
-#include "llvm/Object/ELFObjectFile.h"
-#include "llvm/TargetParser/Triple.h"
+#include "image/image.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -48,85 +47,23 @@ const decoder::Table &decoder() { return *decoder::x86().value(); }
 
 // --- Reading the functions -----------------------------------------------------
 
-bool is_code_section(const llvm::object::SectionRef &s) {
-  auto name = s.getName();
-  return name && (*name == ".text" || name->starts_with(".text."));
-}
-
-// The file offset of link-time address `vaddr`, from the loaded segments.
-std::optional<std::uint64_t> file_offset(const llvm::object::ELF64LEFile &elf, std::uint64_t vaddr) {
-  auto headers = elf.program_headers();
-  if (!headers) {
-    llvm::consumeError(headers.takeError());
-    return std::nullopt;
-  }
-  for (const auto &ph : *headers)
-    if (ph.p_type == llvm::ELF::PT_LOAD && vaddr >= ph.p_vaddr && vaddr < ph.p_vaddr + ph.p_filesz)
-      return vaddr - ph.p_vaddr + ph.p_offset;
-  return std::nullopt;
-}
-
-// Every function defined in a code section, one per address (a global name
-// over a local alias), at its mapped address; `room` gets, for each, the
-// bytes from its start to the next symbol of its section or the section's
-// end (what padding after it may hold).
-std::vector<ForwardFunction> read_functions(const llvm::object::ELF64LEObjectFile &obj, std::uintptr_t base,
-                                            std::vector<std::uint64_t> &room) {
+// Every function of the image's symbol table that forwarding may patch
+// (image::read_elf_functions), at its mapped address; `room` gets, for
+// each, the bytes from its start to the next symbol of its section or the
+// section's end (what padding after it may hold).
+std::vector<ForwardFunction> mapped_functions(const image::Functions &read, std::uintptr_t base,
+                                              std::vector<std::uint64_t> &room) {
   std::vector<ForwardFunction> out;
-  std::map<std::uint64_t, std::size_t> at_address;
-  std::string unit;
-  for (const llvm::object::ELFSymbolRef &sym : obj.symbols()) {
-    auto name = sym.getName();
-    if (sym.getELFType() == llvm::ELF::STT_FILE) {
-      unit = name ? name->str() : std::string();
-      continue;
-    }
-    auto sec = sym.getSection();
-    auto addr = sym.getAddress();
-    bool local = sym.getBinding() == llvm::ELF::STB_LOCAL;
-    if (sym.getELFType() != llvm::ELF::STT_FUNC || !name || name->empty() || !addr || !sec ||
-        *sec == obj.section_end() || !is_code_section(**sec) || sym.getSize() == 0 ||
-        (local && unit == "crtstuff.c"))
-      continue;
-    auto offset = file_offset(obj.getELFFile(), *addr);
-    if (!offset)
-      continue;
-    ForwardFunction f;
-    f.name = name->str();
-    f.unit = local ? unit : std::string();
-    f.address = base + *addr;
-    f.size = sym.getSize();
-    f.file_offset = *offset;
-    auto [it, fresh] = at_address.emplace(*addr, out.size());
-    if (fresh)
-      out.push_back(std::move(f));
-    else if (!local && !out[it->second].unit.empty())
-      out[it->second] = std::move(f); // the global name of an alias
-  }
-  // Where each function's room ends: the next address any symbol of a code
-  // section names, or its section's end.
-  std::vector<std::uint64_t> bounds;
-  for (const llvm::object::SectionRef &sec : obj.sections())
-    if (is_code_section(sec))
-      bounds.push_back(sec.getAddress() + sec.getSize());
-  for (const llvm::object::ELFSymbolRef &sym : obj.symbols()) {
-    auto addr = sym.getAddress();
-    auto sec = sym.getSection();
-    if (addr && sec && *sec != obj.section_end() && is_code_section(**sec))
-      bounds.push_back(*addr);
-    else {
-      if (!addr)
-        llvm::consumeError(addr.takeError());
-      if (!sec)
-        llvm::consumeError(sec.takeError());
-    }
-  }
-  std::sort(bounds.begin(), bounds.end());
   room.clear();
-  for (const ForwardFunction &f : out) {
-    std::uint64_t at = f.address - base;
-    auto next = std::upper_bound(bounds.begin(), bounds.end(), at);
-    room.push_back(next == bounds.end() ? f.size : *next - at);
+  for (const image::Function &f : read.functions) {
+    ForwardFunction m;
+    m.name = f.name;
+    m.unit = f.unit;
+    m.address = base + f.address;
+    m.size = f.size;
+    m.file_offset = f.file_offset;
+    out.push_back(std::move(m));
+    room.push_back(f.room);
   }
   return out;
 }
@@ -402,12 +339,15 @@ Expected<std::unique_ptr<ForwardImage>> forward_image(const std::vector<std::uin
                                                       const Library &lib, std::uint64_t number) {
   if (std::string why = forwarding_unavailable(); !why.empty())
     return make_error(ErrorCode::LoadFailed, why, name);
-  llvm::MemoryBufferRef ref(llvm::StringRef(reinterpret_cast<const char *>(bytes.data()), bytes.size()), name);
-  auto bin = llvm::object::ObjectFile::createObjectFile(ref);
-  if (!bin)
-    return make_error(ErrorCode::InvalidInput, "cannot read its symbol table: " + llvm::toString(bin.takeError()), name);
-  auto *elf = llvm::dyn_cast<llvm::object::ELF64LEObjectFile>(bin->get());
-  if (!elf || elf->getArch() != llvm::Triple::x86_64)
+  if (image::kind_of(bytes.data(), bytes.size()) != image::Kind::Elf)
+    return make_error(ErrorCode::LoadFailed, "forwarding patches x86_64 ELF images only", name);
+  auto read = image::read_elf_functions(bytes.data(), bytes.size(), name);
+  if (!read) {
+    Error e = read.take_error();
+    e.message = "cannot read its symbol table: " + e.message;
+    return e;
+  }
+  if (!read->wide || read->arch != exports::Arch::X86_64)
     return make_error(ErrorCode::LoadFailed, "forwarding patches x86_64 ELF images only", name);
   auto fd = open_for_writing(lib.path(), name);
   if (!fd)
@@ -418,7 +358,7 @@ Expected<std::unique_ptr<ForwardImage>> forward_image(const std::vector<std::uin
   image->fd = fd.value();
   image->ranges = lib.ranges();
   std::vector<std::uint64_t> room;
-  image->functions = read_functions(*elf, lib.base(), room);
+  image->functions = mapped_functions(*read, lib.base(), room);
   for (std::size_t i = 0; i < image->functions.size(); ++i)
     decide_patchable(image->functions[i], room[i]);
   image->slots = place_slots(image->ranges, image->functions.size(), image->slots_bytes);

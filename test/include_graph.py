@@ -17,6 +17,7 @@ root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file
 RANKS = [
     ["base"],
     ["exports", "trust"],
+    ["image"],
     ["cache", "verify"],
     ["loader", "linker"],
     ["rebuild"],

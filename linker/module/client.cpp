@@ -6,6 +6,7 @@
 #include "base/own_module.h"
 #include "linker/module/plugin.h"
 #include "hotlink/verify_target.h"
+#include "exports/artifacts.h"
 
 #include <mutex>
 
@@ -199,6 +200,14 @@ std::string triple_for(exports::Format format, exports::Arch arch) {
 }
 
 namespace exports {
+
+// Artifacts of the formats the runtime does not read itself (image/).
+Expected<ArtifactInfo> read_foreign_artifact(const void *data, std::size_t size, const std::string &name) {
+  auto table = linker_module::linker();
+  if (!table)
+    return table.take_error();
+  return (*table)->read_artifact(data, size, name);
+}
 
 // Inputs are the linker's to read (LLVM's object and bitcode readers).
 Expected<ObjectInfo> read_object(const void *data, std::size_t size, const std::string &name, bool branch_info) {

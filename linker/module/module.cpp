@@ -2,6 +2,7 @@
 // table the runtime calls. Only hotlink_linker_module_v2 leaves the module.
 #include "linker/module/plugin.h"
 #include "hotlink/verify_target.h"
+#include "exports/artifacts.h"
 
 #include <exception>
 
@@ -123,6 +124,11 @@ Expected<ImportLibrary> implib(const std::string &def_text, const std::string &d
       as_expected<ImportLibrary>);
 }
 
+Expected<exports::ArtifactInfo> artifact_read(const void *data, std::size_t size, const std::string &name) {
+  return contained<Expected<exports::ArtifactInfo>>(
+      [&] { return exports::read_artifact_with_llvm(data, size, name); }, as_expected<exports::ArtifactInfo>);
+}
+
 } // namespace
 
 } // namespace hotlink::linker_module
@@ -132,6 +138,6 @@ extern "C" __attribute__((visibility("default"))) const hotlink::linker_module::
   static const Table table{stamp(HOTLINK_VERSION_STRING), create_service, destroy_service, link, submit, key_of,
                            stats_of, usable, llvm_options, artifact_of, verify_target, lld,
                            object_of, targets, triple_of, demangled, described, loads, format_of,
-                           implib};
+                           implib, artifact_read};
   return &table;
 }

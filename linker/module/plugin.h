@@ -91,6 +91,9 @@ struct Table {
   Expected<ImportLibrary> (*import_library_from_def)(const std::string &def_text, const std::string &def_name,
                                                      const std::string &machine, const std::string &dll_name,
                                                      bool mingw);
+  // LLVM Object's reading of an artifact the runtime does not read itself
+  // (image/image.h: Mach-O, wasm, GPU code objects, COFF objects).
+  Expected<exports::ArtifactInfo> (*read_artifact)(const void *data, std::size_t size, const std::string &name);
 };
 
 // The module's table, loaded once per process by the runtime (client.cpp);

@@ -4,14 +4,14 @@
 # eight targets (and a COFF /bigobj), archives, the artifacts hotlink links
 # from them, a signed statement, .def files and export-name lists.
 #   usage: make_corpus.sh OUT_DIR HOTLINK_CLI
-# Writes OUT_DIR/{fuzz_objects,fuzz_verify,fuzz_def,fuzz_writers}/.
+# Writes OUT_DIR/{fuzz_objects,fuzz_verify,fuzz_def,fuzz_writers,fuzz_code_object,fuzz_images}/.
 set -euo pipefail
 mkdir -p "$1"
 out=$(cd "$1" && pwd)   # absolute: the script works in a scratch directory
 hotlink=$(cd "$(dirname "$2")" && pwd)/$(basename "$2")
 clang=${CLANG:-clang-22}
 ar=${LLVM_AR:-llvm-ar-22}
-mkdir -p "$out"/{fuzz_objects,fuzz_verify,fuzz_def,fuzz_writers,fuzz_code_object}
+mkdir -p "$out"/{fuzz_objects,fuzz_verify,fuzz_def,fuzz_writers,fuzz_code_object,fuzz_images}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"
@@ -89,6 +89,14 @@ $clang -O1 -fPIC -c kernel.c -o kernel.o
 "$hotlink" link -o k.so kernel.o >/dev/null
 "$hotlink" sign --key key k.so -o k.so.sig >/dev/null
 cp k.so.sig "$out/fuzz_verify/statement.sig"
+
+# The host images image/ reads (fuzz_images): the ELF and PE artifacts
+# above, a host .so with its runtime environment (DT_NEEDED, a build-id),
+# a mingw DLL, and an executable of each format.
+cp "$out"/fuzz_verify/*.so "$out"/fuzz_verify/*.dll k.so "$out/fuzz_images/"
+$clang --target=x86_64-w64-mingw32 -O1 -c kernel.c -o mingw.o
+"$hotlink" link --target x86_64-w64-mingw32 -o mingw.dll mingw.o >/dev/null && cp mingw.dll "$out/fuzz_images/"
+$clang -O1 -o exe kernel.c -Wl,--defsym=main=f 2>/dev/null && cp exe "$out/fuzz_images/host.exe.elf"
 
 # .def syntax beyond what hotlink writes.
 printf '\000LIBRARY "my lib.dll"\nEXPORTS\n  f @1 NONAME\n  g=internal_g PRIVATE\n  v DATA\n  h == h2\n' \

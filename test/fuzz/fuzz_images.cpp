@@ -1,0 +1,95 @@
+// Differential: the runtime's own ELF and PE readers (image/) against LLVM
+// Object's (exports/artifacts.cpp) on the same bytes. Neither may crash;
+// wherever both accept an input they must agree on its format, arch, kind,
+// imports, needed libraries, build-id and exports (a PE name that shares
+// its ordinal with another is listed by image/ alone, image.h: there the
+// own list must hold LLVM's). Inputs one reader accepts and the other
+// refuses are counted, not failed: the two refuse different damage (the
+// counts are printed when the fuzzer exits).
+#include "exports/artifacts.h"
+#include "image/image.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+
+namespace {
+
+std::atomic<unsigned long> g_both{0}, g_only_own{0}, g_only_llvm{0}, g_neither{0};
+
+void report() {
+  std::fprintf(stderr, "fuzz_images: both accepted %lu, only image/ %lu, only LLVM %lu, neither %lu\n", g_both.load(),
+               g_only_own.load(), g_only_llvm.load(), g_neither.load());
+}
+
+[[noreturn]] void differ(const char *what, const std::string &own, const std::string &llvm) {
+  std::fprintf(stderr, "fuzz_images: the readers disagree on %s: image/ '%s', LLVM '%s'\n", what, own.c_str(),
+               llvm.c_str());
+  std::abort();
+}
+
+// The names, comma-separated, bytes outside printable ASCII as \xNN.
+std::string joined(const std::vector<std::string> &v) {
+  std::string s;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    s += i ? "," : "";
+    for (unsigned char c : v[i]) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, c >= 0x20 && c < 0x7f && c != ',' ? "%c" : "\\x%02x", c);
+      s += buf;
+    }
+  }
+  return s;
+}
+
+void compare(const hotlink::exports::ArtifactInfo &own, const hotlink::exports::ArtifactInfo &llvm) {
+  using hotlink::exports::to_string;
+  if (own.format != llvm.format)
+    differ("the format", to_string(own.format), to_string(llvm.format));
+  if (own.arch != llvm.arch)
+    differ("the arch", to_string(own.arch), to_string(llvm.arch));
+  if (own.kind != llvm.kind)
+    differ("the kind", std::to_string(int(own.kind)), std::to_string(int(llvm.kind)));
+  if (own.imports != llvm.imports)
+    differ("the imports", joined(own.imports), joined(llvm.imports));
+  if (own.needed != llvm.needed)
+    differ("the needed libraries", joined(own.needed), joined(llvm.needed));
+  if (own.build_id != llvm.build_id)
+    differ("the build-id", own.build_id, llvm.build_id);
+  bool same = own.format == hotlink::exports::Format::COFF
+                  ? std::includes(own.exports.begin(), own.exports.end(), llvm.exports.begin(), llvm.exports.end())
+                  : own.exports == llvm.exports;
+  if (!same)
+    differ("the exports", joined(own.exports), joined(llvm.exports));
+}
+
+} // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size) {
+  static const int registered = std::atexit(report);
+  (void)registered;
+  auto own = hotlink::image::read_host_image(data, size, "fuzz.img");
+  if (!own)
+    return 0; // not a format image/ reads
+  if (!*own && own->error().input != "fuzz.img") {
+    std::fprintf(stderr, "fuzz_images: error does not name the input: %s\n", own->error().to_string().c_str());
+    std::abort();
+  }
+  auto llvm = hotlink::exports::read_artifact_with_llvm(data, size, "fuzz.img");
+  if (*own && llvm) {
+    ++g_both;
+    compare(**own, *llvm);
+  } else if (*own) {
+    ++g_only_own;
+    if (std::getenv("FUZZ_IMAGES_EXPLAIN"))
+      std::fprintf(stderr, "only image/: %s\n", llvm.error().message.c_str());
+  } else if (llvm) {
+    ++g_only_llvm;
+    if (std::getenv("FUZZ_IMAGES_EXPLAIN")) // why image/ refused what LLVM read
+      std::fprintf(stderr, "only LLVM: %s\n", own->error().message.c_str());
+  } else {
+    ++g_neither;
+  }
+  return 0;
+}

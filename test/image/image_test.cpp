@@ -1,0 +1,151 @@
+// The runtime's own readers of host images (image/) give LLVM Object's
+// answers (exports/artifacts.cpp) on what real toolchains link: clang
+// -shared with glibc (DT_NEEDED, a build-id), lld for aarch64, DLLs for
+// x86-64, i386 and arm64 Windows (MSVC and mingw), an executable; and the
+// symbol-table functions forwarding patches.
+#include "exports/artifacts.h"
+#include "image/image.h"
+#include "hotlink/link_service.h"
+
+#include "test/support.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+
+using namespace hotlink;
+using test::Bytes;
+
+namespace {
+
+const char *kKernel = "int table[4] = {1, 2, 3, 4};\n"
+                      "static int helper(int x) { return x * 3; }\n"
+                      "__attribute__((weak)) int weak_hook(int x) { return x; }\n"
+                      "int f(int x) { return helper(x) + table[x & 3]; }\n" HOTLINK_TEST_F_ARGV;
+
+Bytes link_for(const std::string &target, const Bytes &obj, const std::string &out) {
+  LinkService svc;
+  LinkRequest req;
+  req.target = target;
+  req.inputs.push_back(Input::memory("k.o", obj));
+  req.output_path = test::temp_dir() + "/" + out;
+  LinkResult r = svc.link(req);
+  EXPECT_TRUE(r.ok()) << target << ": " << (r.ok() ? "" : r.error->to_string());
+  return r.ok() ? test::read_file(req.output_path) : Bytes();
+}
+
+// Both readers accept the image and agree on everything they answer.
+exports::ArtifactInfo read_both(const Bytes &bytes, const std::string &name) {
+  auto own = image::read_host_image(bytes.data(), bytes.size(), name);
+  auto llvm = exports::read_artifact_with_llvm(bytes.data(), bytes.size(), name);
+  EXPECT_TRUE(own.has_value()) << name << " is not read by image/";
+  if (!own)
+    return {};
+  EXPECT_TRUE(own->ok()) << own->error().to_string();
+  EXPECT_TRUE(llvm.ok()) << llvm.error().to_string();
+  if (!own->ok() || !llvm.ok())
+    return {};
+  const exports::ArtifactInfo &a = own->value(), &b = llvm.value();
+  EXPECT_EQ(a.format, b.format) << name;
+  EXPECT_EQ(a.arch, b.arch) << name;
+  EXPECT_EQ(a.kind, b.kind) << name;
+  EXPECT_EQ(a.exports, b.exports) << name;
+  EXPECT_EQ(a.imports, b.imports) << name;
+  EXPECT_EQ(a.needed, b.needed) << name;
+  EXPECT_EQ(a.build_id, b.build_id) << name;
+  return a;
+}
+
+bool has(const std::vector<std::string> &v, const std::string &s) { return std::find(v.begin(), v.end(), s) != v.end(); }
+
+} // namespace
+
+TEST(ImageElf, AGlibcSharedObjectReadsAsLlvmReadsIt) {
+  std::string source = std::string(kKernel) + "#include <stdio.h>\nvoid say(void) { puts(\"hi\"); }\n";
+  Bytes so = link_for("x86_64-linux-gnu", test::compile_c("x86_64-linux-gnu", source, {"-fPIC"}), "glibc.so");
+  exports::ArtifactInfo info = read_both(so, "k.so");
+  EXPECT_EQ(info.kind, exports::FileKind::SharedObject);
+  EXPECT_TRUE(has(info.exports, "f") && has(info.exports, "f_argv")) << info.exports.size();
+  EXPECT_FALSE(has(info.exports, "helper"));
+  EXPECT_TRUE(has(info.imports, "puts"));
+  EXPECT_TRUE(has(info.needed, "libc.so.6"));
+  EXPECT_FALSE(info.build_id.empty()) << "a link as clang -shared makes it has a build-id";
+}
+
+TEST(ImageElf, HotlinkLinkedImagesOfEachCpuReadAsLlvmReadsThem) {
+  for (const char *target : {"x86_64-linux-gnu", "aarch64-linux-gnu"}) {
+    SCOPED_TRACE(target);
+    Bytes so = link_for(target, test::compile_c(target, kKernel, {"-fPIC"}), std::string(target) + ".so");
+    exports::ArtifactInfo info = read_both(so, std::string(target) + ".so");
+    EXPECT_EQ(info.arch, std::string(target).rfind("aarch64", 0) == 0 ? exports::Arch::AArch64 : exports::Arch::X86_64);
+    EXPECT_TRUE(has(info.exports, "f_argv"));
+  }
+}
+
+TEST(ImageElf, AnExecutableAndARelocatableObjectAreTold) {
+  Bytes exe = test::compile_with({HOTLINK_TEST_CLANG, "-O1", "-x", "c"}, "int main(void) { return 0; }\n", ".exe");
+  // (-x c and no -shared: a position-independent executable, ET_DYN, which
+  // both readers call a shared object, as the dynamic loader would load it.)
+  EXPECT_EQ(read_both(exe, "a.out").kind, exports::FileKind::SharedObject);
+  Bytes fixed = test::compile_with({HOTLINK_TEST_CLANG, "-O1", "-no-pie", "-x", "c"}, "int main(void) { return 1; }\n",
+                                   ".exe");
+  EXPECT_EQ(read_both(fixed, "fixed.out").kind, exports::FileKind::Executable);
+  Bytes obj = test::compile_c("x86_64-linux-gnu", kKernel);
+  EXPECT_EQ(read_both(obj, "k.o").kind, exports::FileKind::Object);
+}
+
+TEST(ImagePe, DllsOfEachWindowsTargetReadAsLlvmReadsThem) {
+  for (const char *target : {"x86_64-pc-windows-msvc", "i686-pc-windows-msvc", "aarch64-pc-windows-msvc",
+                             "x86_64-w64-mingw32"}) {
+    SCOPED_TRACE(target);
+    Bytes dll = link_for(target, test::compile_c(target, kKernel), std::string(target) + ".dll");
+    exports::ArtifactInfo info = read_both(dll, std::string(target) + ".dll");
+    EXPECT_EQ(info.format, exports::Format::COFF);
+    EXPECT_EQ(info.kind, exports::FileKind::SharedObject);
+    EXPECT_TRUE(has(info.exports, "f") && has(info.exports, "f_argv")) << info.exports.size();
+  }
+}
+
+TEST(ImagePe, ADamagedExportDirectoryIsRefusedByName) {
+  Bytes dll = link_for("x86_64-pc-windows-msvc", test::compile_c("x86_64-pc-windows-msvc", kKernel), "d.dll");
+  ASSERT_GT(dll.size(), 0x40u);
+  std::uint32_t pe;
+  std::memcpy(&pe, &dll[0x3c], 4);
+  // The export directory's RVA (data directory 0 of a PE32+ optional header).
+  std::uint32_t bogus = 0x7ffffff0;
+  std::memcpy(&dll[pe + 24 + 112], &bogus, 4);
+  auto info = image::read_pe(dll.data(), dll.size(), "d.dll");
+  ASSERT_FALSE(info.ok());
+  EXPECT_EQ(info.error().input, "d.dll");
+  EXPECT_NE(info.error().message.find("export directory"), std::string::npos) << info.error().message;
+}
+
+TEST(ImageElf, FunctionsAreTheSymbolTablesCodeWithTheirRoom) {
+  Bytes so = test::compile_so("x86_64-linux-gnu", std::string(kKernel) + "int g(int x) { return f(x) + 1; }\n", {"-O0"});
+  auto read = image::read_elf_functions(so.data(), so.size(), "k.so");
+  ASSERT_TRUE(read.ok()) << read.error().to_string();
+  EXPECT_TRUE(read->wide);
+  EXPECT_EQ(read->arch, exports::Arch::X86_64);
+  auto find = [&](const std::string &n) -> const image::Function * {
+    for (const image::Function &f : read->functions)
+      if (f.name == n)
+        return &f;
+    return nullptr;
+  };
+  const image::Function *f = find("f"), *g = find("g"), *helper = find("helper");
+  ASSERT_TRUE(f && g && helper);
+  EXPECT_TRUE(f->unit.empty());
+  EXPECT_FALSE(helper->unit.empty()) << "a local function names its translation unit";
+  for (const image::Function *fn : {f, g, helper}) {
+    EXPECT_GE(fn->room, fn->size) << fn->name;
+    // Its first bytes in the file are those at its address in the image.
+    ASSERT_LT(fn->file_offset + fn->size, so.size());
+  }
+  EXPECT_FALSE(find("table")) << "data is not a function";
+  // A file that is not an ELF image of a CPU is refused by name.
+  Bytes not_elf(100, 0);
+  auto refused = image::read_elf_functions(not_elf.data(), not_elf.size(), "zero.bin");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().input, "zero.bin");
+}
