@@ -66,4 +66,9 @@ Expected<OpenedModule> open_own_module(const OwnModule &m, const std::string &wh
   return OpenedModule{*path, entry};
 }
 
+Error foreign_module(const std::string &what, const std::string &path, const std::string &env) {
+  return make_error(ErrorCode::Internal, what + " is not this libhotlink's (another version or build of hotlink)", path,
+                    {}, "install libhotlink and its modules from one build, or point " + env + " at the right one");
+}
+
 } // namespace hotlink

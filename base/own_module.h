@@ -1,6 +1,6 @@
 // Finding one of hotlink's own shared objects that a process loads only on
 // first need (the linker, libhotlink-linker.so; clang's driver,
-// libhotlink-driver.so), so that a process that never needs it never maps
+// libhotlink-driver.so; the x86 decoder and DWARF modules), so that a process that never needs it never maps
 // it or what it links (libLLVM, libclang-cpp).
 #pragma once
 
@@ -37,5 +37,10 @@ struct OpenedModule {
 };
 Expected<OpenedModule> open_own_module(const OwnModule &m, const std::string &why_needed, const char *symbol,
                                  const std::string &load_hint);
+
+// The refusal of a module whose entry point answered but which is not this
+// build's (another version of hotlink, or another build's types): names
+// the module (`what`: "the linker module") and the variable that picks it.
+Error foreign_module(const std::string &what, const std::string &path, const std::string &env);
 
 } // namespace hotlink

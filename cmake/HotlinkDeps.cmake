@@ -45,12 +45,24 @@ add_library(hotlink_llvm INTERFACE)
 target_link_libraries(hotlink_llvm INTERFACE hotlink_llvm_headers LLVM)
 
 # The parts of LLVM the runtime (libhotlink.so: cache, verify, load, hot
-# reload) uses, as LLVM's static component libraries: the object readers
-# and DWARF (state layouts). The runtime links them with their symbols
-# hidden and maps no libLLVM. (x86-64's disassembler, for forwarding, is a
-# module of its own: loader/CMakeLists.txt.)
+# reload) and its DWARF module (state layouts) use, as LLVM's static
+# component libraries, linked with their symbols hidden: neither maps
+# libLLVM. (x86-64's disassembler, for forwarding, is a module of its
+# own: loader/CMakeLists.txt.)
 llvm_map_components_to_libnames(HOTLINK_RUNTIME_LLVM_LIBS
   Object DebugInfoDWARF Support TargetParser BinaryFormat Demangle)
+# Debian's static archives of what the runtime and its modules link: zlib
+# and zstd (LLVM's decompression of debug sections), hiredis, libsodium
+# (HOTLINK_STATIC_<name>; empty where Debian ships no archive).
+set(HOTLINK_COMPRESSION_STATIC_LIBS)
+foreach(lib z zstd hiredis sodium)
+  find_library(HOTLINK_STATIC_${lib} NAMES lib${lib}.a)
+endforeach()
+foreach(lib z zstd)
+  if(HOTLINK_STATIC_${lib})
+    list(APPEND HOTLINK_COMPRESSION_STATIC_LIBS ${HOTLINK_STATIC_${lib}})
+  endif()
+endforeach()
 
 # The remote cache tier (hiredis) and artifact signatures (libsodium's
 # Ed25519), both from Debian: libhiredis-dev, libsodium-dev.

@@ -2,7 +2,7 @@
 
 #include "exports/names.h"
 
-#include "llvm/Support/GlobPattern.h"
+#include "base/glob.h"
 
 #include <algorithm>
 #include <string_view>
@@ -102,15 +102,14 @@ struct Candidate {
   std::string_view c_name; // a view of sym->name
 };
 
-std::vector<llvm::GlobPattern> compile(const std::vector<std::string> &globs,
-                                       const char *flag, std::optional<Error> &err) {
-  std::vector<llvm::GlobPattern> out;
+std::vector<base::Glob> compile(const std::vector<std::string> &globs, const char *flag,
+                                std::optional<Error> &err) {
+  std::vector<base::Glob> out;
   for (const std::string &g : globs) {
-    auto p = llvm::GlobPattern::create(g);
+    auto p = base::Glob::compile(g);
     if (!p) {
-      err = make_error(ErrorCode::BadRequest,
-                       "bad glob '" + g + "': " + llvm::toString(p.takeError()), {},
-                       flag, "use *, ? and [...] as in a shell");
+      err = make_error(ErrorCode::BadRequest, "bad glob '" + g + "': " + p.error().message, {}, flag,
+                       "use *, ? and [...] as in a shell");
       return {};
     }
     out.push_back(std::move(*p));
@@ -118,8 +117,8 @@ std::vector<llvm::GlobPattern> compile(const std::vector<std::string> &globs,
   return out;
 }
 
-bool any_match(const std::vector<llvm::GlobPattern> &ps, std::string_view s) {
-  return std::any_of(ps.begin(), ps.end(), [&](const llvm::GlobPattern &p) { return p.match(s); });
+bool any_match(const std::vector<base::Glob> &ps, std::string_view s) {
+  return std::any_of(ps.begin(), ps.end(), [&](const base::Glob &p) { return p.match(s); });
 }
 
 // One selection over the inputs' defined external symbols by C name; a
@@ -259,7 +258,7 @@ private:
 
 // Every function f with a companion f<suffix>, and its companions.
 std::optional<Error> take_entry_points(Selection &sel, const ExportPolicy &policy,
-                                       const std::vector<llvm::GlobPattern> &exclude) {
+                                       const std::vector<base::Glob> &exclude) {
   std::string companion;
   for (const Candidate &c : sel.candidates()) {
     if (!c.sym->function || !sel.is_winner(c) || any_match(exclude, c.c_name))

@@ -16,7 +16,7 @@ namespace {
 constexpr unsigned kPtLoad = 1, kPtDynamic = 2, kPtNote = 4;
 constexpr unsigned kShtSymtab = 2, kShtStrtab = 3, kShtDynamic = 6, kShtDynsym = 11;
 constexpr std::int64_t kDtNull = 0, kDtNeeded = 1, kDtStrtab = 5, kDtSymtab = 6, kDtStrsz = 10;
-constexpr unsigned kSttFunc = 2, kSttSection = 3, kSttFile = 4;
+constexpr unsigned kSttObject = 1, kSttFunc = 2, kSttSection = 3, kSttFile = 4;
 constexpr unsigned kStbLocal = 0, kStbWeak = 2;
 constexpr unsigned kEmX86 = 3, kEmX86_64 = 62, kEmAArch64 = 183, kEmCuda = 190, kEmAmdgpu = 224;
 constexpr unsigned kNtGnuBuildId = 3;
@@ -396,28 +396,80 @@ Expected<std::vector<bool>> code_sections(const Elf &elf) {
   return code;
 }
 
-} // namespace
+// Calls `each(symbol, name, unit)` for each symbol of the symbol table
+// (.symtab) but the null one and STT_FILE entries; `unit` is the file
+// entry before it.
+template <class F> std::optional<Error> each_symbol(const Elf &elf, F each) {
+  const Section *symtab = elf.first_of_type(kShtSymtab);
+  if (!symtab)
+    return std::nullopt;
+  auto n = elf.symbol_count(*symtab);
+  if (!n)
+    return n.take_error();
+  if (*n < 2)
+    return std::nullopt;
+  auto strtab = elf.string_table(*symtab);
+  if (!strtab)
+    return strtab.take_error();
+  std::string unit;
+  for (std::uint64_t i = 1; i < *n; ++i) {
+    Sym s = elf.symbol(*symtab, i);
+    auto nm = elf.symbol_name(s, *strtab);
+    if (!nm)
+      return nm.take_error();
+    if (s.type == kSttFile)
+      unit = std::move(*nm);
+    else if (auto e = each(s, std::move(*nm), unit))
+      return e;
+  }
+  return std::nullopt;
+}
 
-Expected<Functions> read_elf_functions(const void *data, std::size_t size, const std::string &name) {
+Expected<Elf> open_elf(const void *data, std::size_t size, const std::string &name) {
   if (image::kind_of(data, size) != Kind::Elf)
     return make_error(ErrorCode::InvalidInput, "is not an ELF image of a CPU", name);
   Elf elf(Bytes(data, size), name);
   if (auto e = elf.read_headers())
     return std::move(*e);
+  return elf;
+}
+
+} // namespace
+
+Expected<std::vector<DataObject>> read_elf_objects(const void *data, std::size_t size, const std::string &name,
+                                                   const std::string &section) {
+  auto elf = open_elf(data, size, name);
+  if (!elf)
+    return elf.take_error();
+  std::vector<bool> in_section(elf->sections().size());
+  bool any = false;
+  for (std::size_t i = 0; i < in_section.size(); ++i) {
+    auto n = elf->section_name(i);
+    if (!n)
+      return n.take_error();
+    any |= in_section[i] = *n == section;
+  }
+  std::vector<DataObject> out;
+  if (!any)
+    return out;
+  auto e = each_symbol(*elf, [&](const Sym &s, std::string nm, const std::string &unit) -> std::optional<Error> {
+    if (s.type == kSttObject && s.shndx < in_section.size() && in_section[s.shndx])
+      out.push_back({std::move(nm), s.binding == kStbLocal ? unit : std::string(), s.value, s.size});
+    return std::nullopt;
+  });
+  if (e)
+    return std::move(*e);
+  return out;
+}
+
+Expected<Functions> read_elf_functions(const void *data, std::size_t size, const std::string &name) {
+  auto opened = open_elf(data, size, name);
+  if (!opened)
+    return opened.take_error();
+  const Elf &elf = *opened;
   Functions out;
   out.arch = arch_of(elf);
   out.wide = elf.wide();
-  const Section *symtab = elf.first_of_type(kShtSymtab);
-  if (!symtab)
-    return out;
-  auto n = elf.symbol_count(*symtab);
-  if (!n)
-    return n.take_error();
-  if (*n < 2)
-    return out;
-  auto strtab = elf.string_table(*symtab);
-  if (!strtab)
-    return strtab.take_error();
   auto code = code_sections(elf);
   if (!code)
     return code.take_error();
@@ -427,35 +479,27 @@ Expected<Functions> read_elf_functions(const void *data, std::size_t size, const
     if ((*code)[i])
       bounds.push_back(elf.sections()[i].addr + elf.sections()[i].size);
   std::map<std::uint64_t, std::size_t> at_address; // address -> index in out.functions
-  std::string unit;
-  for (std::uint64_t i = 1; i < *n; ++i) {
-    Sym s = elf.symbol(*symtab, i);
+  auto e = each_symbol(elf, [&](const Sym &s, std::string nm, const std::string &unit) -> std::optional<Error> {
     if (in_code(s))
       bounds.push_back(s.value);
-    auto nm = elf.symbol_name(s, *strtab);
-    if (!nm)
-      return nm.take_error();
-    if (s.type == kSttFile) {
-      unit = *nm;
-      continue;
-    }
     bool local = s.binding == kStbLocal;
-    if (s.type != kSttFunc || nm->empty() || !in_code(s) || s.size == 0 || (local && unit == "crtstuff.c"))
-      continue;
+    if (s.type != kSttFunc || nm.empty() || !in_code(s) || s.size == 0 || (local && unit == "crtstuff.c"))
+      return std::nullopt;
     auto mapped = elf.file_offset(s.value);
     if (!mapped)
       return mapped.take_error();
-    auto offset = *mapped;
-    if (!offset)
-      continue;
-    Function f{std::move(*nm), local ? unit : std::string(), s.value, s.size, *offset, 0};
+    if (!*mapped)
+      return std::nullopt;
+    Function f{std::move(nm), local ? unit : std::string(), s.value, s.size, **mapped, 0};
     auto [it, fresh] = at_address.emplace(s.value, out.functions.size());
-    if (fresh) {
+    if (fresh)
       out.functions.push_back(std::move(f));
-    } else if (!local && !out.functions[it->second].unit.empty()) {
+    else if (!local && !out.functions[it->second].unit.empty())
       out.functions[it->second] = std::move(f); // the global name of an alias
-    }
-  }
+    return std::nullopt;
+  });
+  if (e)
+    return std::move(*e);
   std::sort(bounds.begin(), bounds.end());
   for (Function &f : out.functions) {
     auto next = std::upper_bound(bounds.begin(), bounds.end(), f.address);

@@ -61,4 +61,16 @@ struct Functions {
 };
 Expected<Functions> read_elf_functions(const void *data, std::size_t size, const std::string &name);
 
+// A variable (STT_OBJECT) of an ELF image's symbol table.
+struct DataObject {
+  std::string name;
+  std::string unit;          // a local's translation unit; "" for globals
+  std::uint64_t address = 0; // link-time
+  std::uint64_t size = 0;
+};
+// The variables the symbol table defines in the section named `section`
+// (state carry's HOTLINK_STATE section); none when no section has that name.
+Expected<std::vector<DataObject>> read_elf_objects(const void *data, std::size_t size, const std::string &name,
+                                                   const std::string &section);
+
 } // namespace hotlink::image

@@ -1,6 +1,7 @@
 // Publishing what a link writes: reserved before lld runs, renamed into
-// place after (plan.h's OutputReservation).
-#include "linker/plan.h"
+// place after (output.h's OutputReservation).
+#include "linker/output.h"
+#include "hotlink/link.h"
 
 #include "base/files.h"
 

@@ -3,9 +3,7 @@
 // requests with these and hands them to the linker it loads on first need.
 #include "hotlink/link.h"
 
-#include "llvm/Config/llvm-config.h"
-#include "llvm/TargetParser/Host.h"
-#include "llvm/TargetParser/Triple.h"
+#include "llvm/Config/llvm-config.h" // LLVM_VERSION_STRING: a macro, nothing linked
 
 namespace hotlink {
 
@@ -38,7 +36,32 @@ const char *to_string(CacheUse use) {
   return "off";
 }
 
-std::string host_target() { return llvm::Triple::normalize(llvm::sys::getDefaultTargetTriple()); }
+// LLVM's name for this host (its default target triple, normalized), from
+// the compiler's predefined macros, as clang derives it: the runtime names
+// its host with no LLVM linked in (test/linker/service_test.cpp holds it
+// to LLVM's answer).
+std::string host_target() {
+#if defined(__x86_64__) || defined(_M_X64)
+  const std::string arch = "x86_64", pc = "pc";
+#elif defined(__aarch64__) || defined(_M_ARM64)
+  const std::string arch = "aarch64", pc = "unknown";
+#elif defined(__i386__) || defined(_M_IX86)
+  const std::string arch = "i686", pc = "pc";
+#else
+  const std::string arch = "unknown", pc = "unknown";
+#endif
+#if defined(__linux__)
+  return arch + "-" + pc + "-linux-gnu";
+#elif defined(_WIN32) && defined(__MINGW32__)
+  return arch + "-w64-windows-gnu";
+#elif defined(_WIN32)
+  return arch + "-pc-windows-msvc";
+#elif defined(__APPLE__)
+  return (arch == "aarch64" ? std::string("arm64") : arch) + "-apple-darwin";
+#else
+  return arch + "-" + pc + "-unknown";
+#endif
+}
 
 std::string version() { return HOTLINK_VERSION_STRING; }
 std::string llvm_version() { return LLVM_VERSION_STRING; }

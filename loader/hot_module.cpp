@@ -1,7 +1,6 @@
 #include "hotlink/hot_module.h"
 #include "loader/module_version.h"
 #include "base/fault_signals.h"
-#include "exports/recovery.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -159,9 +158,6 @@ std::optional<Error> HotModule::reload(const std::string &path, const VerifyOpti
 Expected<std::unique_ptr<HotModule::Version>> HotModule::map_version(const std::vector<std::uint8_t> &bytes,
                                                                       const std::string &name,
                                                                       const VerifyOptions &extra) {
-  // Each step below reads the image under crash recovery: one scope for
-  // all of them turns LLVM's handlers on and off once, not at each read.
-  exports::RecoveryScope recovery;
   // 1. Verify before mapping.
   VerifyOptions vo = extra;
   vo.expected_exports.insert(vo.expected_exports.end(), options_.required_exports.begin(),

@@ -5,184 +5,55 @@
 #include "base/memo.h"
 #include "loader/pairing.h"
 
-#include "llvm/DebugInfo/DWARF/DWARFCompileUnit.h"
-#include "llvm/DebugInfo/DWARF/DWARFContext.h"
-#include "llvm/DebugInfo/DWARF/DWARFDie.h"
-#include "llvm/Object/ELFObjectFile.h"
-#include "llvm/Support/MemoryBuffer.h"
-#include "llvm/Support/raw_ostream.h"
+#include "image/image.h"
+#include "loader/dwarf/dwarf.h"
 
 #include <cstring>
 #include <map>
 
 namespace hotlink::loader {
 
-namespace {
-
-using llvm::DWARFDie;
-namespace dwarf = llvm::dwarf;
-
-// --- Layouts from the debug info -------------------------------------------------
-
-constexpr int kMaxDepth = 8;
-
-std::string type_name(const DWARFDie &t) {
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  llvm::dumpTypeQualifiedName(t, os);
-  return s;
-}
-
-std::uint64_t constant(const DWARFDie &d, dwarf::Attribute a, std::uint64_t otherwise = 0) {
-  if (auto v = d.find(a))
-    if (auto c = v->getAsUnsignedConstant())
-      return *c;
-  return otherwise;
-}
-
-std::string describe(DWARFDie t, int depth);
-
-std::string describe_members(const DWARFDie &t, int depth) {
-  std::string out;
-  for (DWARFDie m : t.children()) {
-    bool base = m.getTag() == dwarf::DW_TAG_inheritance;
-    if (m.getTag() != dwarf::DW_TAG_member && !base)
-      continue;
-    if (m.find(dwarf::DW_AT_external) || m.find(dwarf::DW_AT_declaration))
-      continue; // a static data member: not part of the object
-    out += base ? std::string("base") : std::string(m.getShortName() ? m.getShortName() : "?");
-    out += "@" + std::to_string(constant(m, dwarf::DW_AT_data_member_location));
-    if (auto bits = m.find(dwarf::DW_AT_bit_size))
-      out += "." + std::to_string(constant(m, dwarf::DW_AT_data_bit_offset)) + "/" +
-             std::to_string(bits->getAsUnsignedConstant().value_or(0));
-    out += ":" + describe(m.getAttributeValueAsReferencedDie(dwarf::DW_AT_type), depth + 1) + ";";
-  }
-  return out;
-}
-
-std::string describe(DWARFDie t, int depth) {
-  if (!t)
-    return "void";
-  std::string size = "(" + std::to_string(t.getTypeSize(8).value_or(0)) + ")";
-  switch (t.getTag()) {
-  case dwarf::DW_TAG_typedef:
-  case dwarf::DW_TAG_const_type:
-  case dwarf::DW_TAG_volatile_type:
-  case dwarf::DW_TAG_restrict_type:
-  case dwarf::DW_TAG_atomic_type:
-    return describe(t.getAttributeValueAsReferencedDie(dwarf::DW_AT_type), depth);
-  case dwarf::DW_TAG_pointer_type:
-  case dwarf::DW_TAG_reference_type:
-  case dwarf::DW_TAG_rvalue_reference_type:
-  case dwarf::DW_TAG_ptr_to_member_type:
-    return "ptr" + size; // the pointee is the pointer's business, not the copy's
-  case dwarf::DW_TAG_array_type: {
-    std::string dims;
-    for (DWARFDie r : t.children())
-      if (r.getTag() == dwarf::DW_TAG_subrange_type) {
-        std::uint64_t n = r.find(dwarf::DW_AT_count) ? constant(r, dwarf::DW_AT_count)
-                                                      : constant(r, dwarf::DW_AT_upper_bound) + 1;
-        dims += "[" + std::to_string(n) + "]";
-      }
-    return describe(t.getAttributeValueAsReferencedDie(dwarf::DW_AT_type), depth) + dims;
-  }
-  case dwarf::DW_TAG_structure_type:
-  case dwarf::DW_TAG_class_type:
-  case dwarf::DW_TAG_union_type: {
-    std::string kind = t.getTag() == dwarf::DW_TAG_union_type ? "union " : "struct ";
-    std::string align = t.find(dwarf::DW_AT_alignment) ? "align" + std::to_string(constant(t, dwarf::DW_AT_alignment)) : "";
-    if (depth >= kMaxDepth)
-      return kind + type_name(t) + size + align;
-    return kind + type_name(t) + "{" + describe_members(t, depth) + "}" + size + align;
-  }
-  default: // base types, enums: their name and size
-    return type_name(t) + size;
-  }
-}
-
-// The layout of the variable at link-time address `vaddr`, or "".
-std::string layout_at(llvm::DWARFContext &dwarf_ctx, std::uint64_t vaddr) {
-  llvm::DWARFCompileUnit *cu = dwarf_ctx.getCompileUnitForDataAddress(vaddr);
-  if (!cu)
-    return {};
-  DWARFDie var = cu->getVariableForAddress(vaddr);
-  if (!var)
-    return {};
-  std::string layout = describe(var.getAttributeValueAsReferencedDie(dwarf::DW_AT_type), 0);
-  if (var.find(dwarf::DW_AT_alignment))
-    layout += "align" + std::to_string(constant(var, dwarf::DW_AT_alignment));
-  return layout;
-}
-
-// --- Reading the symbol table -------------------------------------------------------
-
-template <class ELFT>
-std::vector<StateVariable> read_elf(const llvm::object::ELFObjectFile<ELFT> &obj, std::uintptr_t load_base) {
-  std::vector<StateVariable> out;
-  std::optional<llvm::object::SectionRef> state_section;
-  for (const llvm::object::SectionRef &s : obj.sections())
-    if (auto n = s.getName(); n && *n == HOTLINK_STATE_SECTION)
-      state_section = s;
-  if (!state_section)
-    return out;
-  std::string unit; // the FILE entry the local symbols that follow belong to
-  for (const llvm::object::ELFSymbolRef &sym : obj.symbols()) {
-    auto type = sym.getELFType();
-    auto name = sym.getName();
-    if (type == llvm::ELF::STT_FILE) {
-      unit = name ? name->str() : std::string();
-      continue;
-    }
-    if (type != llvm::ELF::STT_OBJECT || !name)
-      continue;
-    auto sec = sym.getSection();
-    if (!sec || *sec == obj.section_end() || **sec != *state_section)
-      continue;
-    auto addr = sym.getAddress();
-    if (!addr)
-      continue;
-    StateVariable v;
-    v.name = name->str();
-    v.unit = sym.getBinding() == llvm::ELF::STB_LOCAL ? unit : std::string();
-    v.address = reinterpret_cast<void *>(load_base + *addr);
-    v.size = sym.getSize();
-    out.push_back(std::move(v));
-  }
-  return out;
-}
-
-} // namespace
-
 Expected<std::vector<StateVariable>> state_variables(const std::vector<std::uint8_t> &bytes, const std::string &name,
                                                      std::uintptr_t load_base, const std::string &identity) {
-  llvm::MemoryBufferRef ref(llvm::StringRef(reinterpret_cast<const char *>(bytes.data()), bytes.size()), name);
-  auto bin = llvm::object::ObjectFile::createObjectFile(ref);
-  if (!bin) {
-    std::string why = llvm::toString(bin.takeError());
-    return make_error(ErrorCode::InvalidInput, "cannot read its symbol table: " + why, name);
+  if (image::kind_of(bytes.data(), bytes.size()) != image::Kind::Elf)
+    return std::vector<StateVariable>(); // no state on other formats yet (hotlink/state.h)
+  auto symbols = image::read_elf_objects(bytes.data(), bytes.size(), name, HOTLINK_STATE_SECTION);
+  if (!symbols) {
+    Error e = symbols.take_error();
+    e.message = "cannot read its symbol table: " + e.message;
+    return e;
   }
   std::vector<StateVariable> vars;
-  if (auto *e = llvm::dyn_cast<llvm::object::ELF64LEObjectFile>(bin->get()))
-    vars = read_elf(*e, load_base);
-  else if (auto *e32 = llvm::dyn_cast<llvm::object::ELF32LEObjectFile>(bin->get()))
-    vars = read_elf(*e32, load_base);
-  else
-    return vars; // no state on other formats yet (hotlink/state.h)
+  std::vector<std::uint64_t> addresses;
+  for (image::DataObject &o : *symbols) {
+    StateVariable v;
+    v.name = std::move(o.name);
+    v.unit = std::move(o.unit);
+    v.address = reinterpret_cast<void *>(load_base + o.address);
+    v.size = o.size;
+    vars.push_back(std::move(v));
+    addresses.push_back(o.address);
+  }
   if (vars.empty())
     return vars;
-  // The layouts, read from the debug info once per artifact: reading it
-  // is most of what state adds to a reload of code built with -g, and an
-  // engine alternating two versions, or reloading one it had before,
-  // reloads the same bytes.
+  // The layouts, read from the debug info (the DWARF module: dwarf.h) once
+  // per artifact: reading it is most of what state adds to a reload of
+  // code built with -g, and an engine alternating two versions, or
+  // reloading one it had before, reloads the same bytes.
+  auto module = dwarf::module();
+  if (!module)
+    return module.take_error();
   static base::Memo<std::string, std::vector<std::string>> layouts(64);
   std::string key = identity.empty() ? "blake3:" + trust::blake3_hex(bytes) : identity;
+  std::string why;
   auto found = layouts.compute_once(key, [&]() -> std::optional<std::vector<std::string>> {
-    auto dwarf_ctx = llvm::DWARFContext::create(**bin);
     std::vector<std::string> out;
-    for (const StateVariable &v : vars)
-      out.push_back(layout_at(*dwarf_ctx, reinterpret_cast<std::uintptr_t>(v.address) - load_base));
+    if (!(*module)->layouts(bytes.data(), bytes.size(), addresses.data(), addresses.size(), out, why))
+      return std::nullopt;
     return out;
   });
+  if (!found)
+    return make_error(ErrorCode::InvalidInput, "cannot read its debug information: " + why, name);
   for (std::size_t i = 0; i < vars.size(); ++i)
     vars[i].layout = (*found)[i];
   // Duplicate keys (two units with the same file name) cannot be paired.

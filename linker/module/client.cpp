@@ -26,10 +26,7 @@ Expected<const Table *> load() {
     return module.take_error();
   const Table *table = reinterpret_cast<EntryFn>(module->entry)();
   if (!table || !(table->stamp == stamp(HOTLINK_VERSION_STRING)))
-    return make_error(ErrorCode::Internal,
-                      "the linker module is not this libhotlink's (another version or build of hotlink)", module->path, {},
-                      "install libhotlink and libhotlink-linker from one build, or point " + std::string(kEnv) +
-                          " at the right one");
+    return foreign_module("the linker module", module->path, kEnv);
   return table;
 }
 

@@ -20,12 +20,7 @@ Expected<const Table *> load() {
     return make_error(ErrorCode::Internal, "the x86 decoder module has no usable x86-64 disassembler", module->path,
                       {}, "reinstall hotlink");
   if (std::string(table->version) != HOTLINK_VERSION_STRING)
-    return make_error(ErrorCode::Internal,
-                      "the x86 decoder module is hotlink " + std::string(table->version) + "'s, not " +
-                          HOTLINK_VERSION_STRING + "'s",
-                      module->path, {},
-                      "install libhotlink and its modules from one build, or point " + std::string(kEnv) +
-                          " at the right one");
+    return foreign_module("the x86 decoder module (hotlink " + std::string(table->version) + "'s)", module->path, kEnv);
   return table;
 }
 

@@ -1,6 +1,7 @@
 /* What a process that uses hotlink's runtime maps (issue 44): after a
  * cache hit, a load and a hot reload, no libLLVM, libclang-cpp, lld, the
- * linker module or the x86 decoder module (forwarding's); after a link that a miss needs, the linker module.
+ * linker module, the x86 decoder module (forwarding's) or the DWARF module
+ * (state layouts'); after a link that a miss needs, the linker module.
  * Prints the first link's time. Exits 0 when all of that holds.
  *   runtime_weight CACHE_DIR ARTIFACT OBJECT */
 #include <hotlink/hotlink.h>
@@ -11,7 +12,7 @@
 #include <time.h>
 
 static const char *const kLinkerParts[] = {"libLLVM", "libclang-cpp", "liblld", "libhotlink-linker",
-                                           "libhotlink-x86-decoder"};
+                                           "libhotlink-x86-decoder", "libhotlink-dwarf"};
 
 /* The first of kLinkerParts the process maps, or NULL. */
 static const char *mapped_linker_part(void) {
@@ -46,7 +47,7 @@ static int lean(const char *after) {
   const char *part = mapped_linker_part();
   if (part)
     return fprintf(stderr, "runtime_weight: after %s the process maps %s\n", after, part), 0;
-  printf("after %s: no libLLVM, libclang-cpp, lld, linker or decoder module mapped\n", after);
+  printf("after %s: no libLLVM, libclang-cpp, lld, linker, decoder or DWARF module mapped\n", after);
   return 1;
 }
 

@@ -4,14 +4,14 @@
 # eight targets (and a COFF /bigobj), archives, the artifacts hotlink links
 # from them, a signed statement, .def files and export-name lists.
 #   usage: make_corpus.sh OUT_DIR HOTLINK_CLI
-# Writes OUT_DIR/{fuzz_objects,fuzz_verify,fuzz_def,fuzz_writers,fuzz_code_object,fuzz_images}/.
+# Writes OUT_DIR/{fuzz_objects,fuzz_verify,fuzz_def,fuzz_writers,fuzz_code_object,fuzz_images,fuzz_glob}/.
 set -euo pipefail
 mkdir -p "$1"
 out=$(cd "$1" && pwd)   # absolute: the script works in a scratch directory
 hotlink=$(cd "$(dirname "$2")" && pwd)/$(basename "$2")
 clang=${CLANG:-clang-22}
 ar=${LLVM_AR:-llvm-ar-22}
-mkdir -p "$out"/{fuzz_objects,fuzz_verify,fuzz_def,fuzz_writers,fuzz_code_object,fuzz_images}
+mkdir -p "$out"/{fuzz_objects,fuzz_verify,fuzz_def,fuzz_writers,fuzz_code_object,fuzz_images,fuzz_glob}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"
@@ -97,6 +97,12 @@ cp "$out"/fuzz_verify/*.so "$out"/fuzz_verify/*.dll k.so "$out/fuzz_images/"
 $clang --target=x86_64-w64-mingw32 -O1 -c kernel.c -o mingw.o
 "$hotlink" link --target x86_64-w64-mingw32 -o mingw.dll mingw.o >/dev/null && cp mingw.dll "$out/fuzz_images/"
 $clang -O1 -o exe kernel.c -Wl,--defsym=main=f 2>/dev/null && cp exe "$out/fuzz_images/host.exe.elf"
+
+# Glob patterns over names (fuzz_glob: PATTERN NUL NAME NUL NAME...): sets,
+# ranges, negation, escapes, and what is literal without brace expansion.
+printf '_Z*Kernel?[0-9]\000_ZN6Kernel3runEv\000_ZN6Kernel1Ev\000k' > "$out/fuzz_glob/sets"
+printf '[!a-c]x[]]\\*{a,b}\000dx]*{a,b}\000ax]*{a,b}' > "$out/fuzz_glob/negation"
+printf '*[^_]*_argv\000f_argv\000_argv\000g__argv' > "$out/fuzz_glob/entries"
 
 # .def syntax beyond what hotlink writes.
 printf '\000LIBRARY "my lib.dll"\nEXPORTS\n  f @1 NONAME\n  g=internal_g PRIVATE\n  v DATA\n  h == h2\n' \

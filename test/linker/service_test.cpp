@@ -7,6 +7,9 @@
 #include "hotlink/link_service.h"
 #include "test/support.h"
 
+#include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/Triple.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -884,3 +887,9 @@ TEST_F(BadInput, UnsupportedTarget) {
 
 } // namespace
 } // namespace hotlink
+
+// The runtime names its host without LLVM (linker/request.cpp): the name
+// is LLVM's, which cache keys and `--target host` have always used.
+TEST(HostTarget, IsLlvmsDefaultTargetTripleNormalized) {
+  EXPECT_EQ(hotlink::host_target(), llvm::Triple::normalize(llvm::sys::getDefaultTargetTriple()));
+}

@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <atomic>
 #include <thread>
 
@@ -250,6 +252,30 @@ TEST(State, NoUpdateIsLostWhileThreadsCallDuring200Reloads) {
   EXPECT_EQ(refused, 0);
   EXPECT_GT(calls.load(), 0);
   EXPECT_EQ(k.count(), calls.load());
+}
+
+// The layouts come from the DWARF module (loader/dwarf/dwarf.h), loaded
+// on the first reload of an image with state. Without it, such a reload is
+// refused with an error that names the module and where it was looked for,
+// and the version before keeps serving with its state.
+TEST(StateDeathTest, WithoutTheDwarfModuleAStateReloadIsRefusedByNameAndTheOldVersionServes) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  Bytes stateless = kernel("int version(void) { return 7; }\n"
+                           "int bump(void) { return 0; } int count(void) { return 0; }\n"
+                           "int pair_a(void) { return 0; } int pair_b(void) { return 0; }\n");
+  Bytes with_state = kernel(kernel_source(1), {"-g"});
+  EXPECT_EXIT(
+      {
+        ::setenv("HOTLINK_DWARF_MODULE", "/nonexistent/libhotlink-dwarf.so", 1);
+        Kernel k;
+        bool ok = !k.module.reload(stateless, "plain.so") && k.version() == 7; // needs no module
+        auto refused = k.module.reload(with_state, "k.so");
+        if (refused)
+          std::fprintf(stderr, "%s\n", refused->to_string().c_str());
+        ok = ok && refused.has_value() && k.version() == 7;
+        std::exit(ok ? 0 : 1);
+      },
+      testing::ExitedWithCode(0), "libhotlink-dwarf-[0-9.]+so.*/nonexistent/");
 }
 
 } // namespace
