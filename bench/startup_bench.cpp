@@ -22,7 +22,10 @@
 // pages at the fork, so the driver stays small, and an empty C program
 // measured the same way gives the floor.
 //
-//   startup_bench [--runs N] [--markdown FILE]
+//   startup_bench [--runs N] [--markdown FILE] [--baseline DIR]
+// --baseline DIR also runs (a) and (b) with the libhotlink.so in DIR
+// (another build's: its C API and C++ API are this one's) in the same
+// rounds as this build's: a before and after of the runtime in one run.
 
 #include <algorithm>
 #include <cstdlib>
@@ -78,14 +81,19 @@ struct Row {
   bool goal = true; // held to the goal (c is reported)
 };
 
-// Medians of `runs` rounds, each running every process once in turn;
-// empty when one failed.
+// Medians of `runs` rounds, each running every process once in turn
+// (process p with `env`, and with envs[p] where given); empty when one
+// failed.
 std::vector<Sample> measure_together(int runs, const std::vector<std::vector<std::string>> &processes,
-                                     const std::vector<std::string> &env) {
+                                     const std::vector<std::string> &env,
+                                     const std::vector<std::vector<std::string>> &envs = {}) {
   std::vector<std::vector<double>> cpu(processes.size()), rss(processes.size());
   for (int i = 0; i < runs; ++i)
     for (std::size_t p = 0; p < processes.size(); ++p) {
-      Sample x = run(processes[p], env);
+      std::vector<std::string> e = env;
+      if (p < envs.size())
+        e.insert(e.end(), envs[p].begin(), envs[p].end());
+      Sample x = run(processes[p], e);
       if (x.cpu_ms < 0)
         return {};
       cpu[p].push_back(x.cpu_ms);
@@ -145,6 +153,31 @@ std::string breakdown(int runs, const std::vector<std::string> &reference, const
          " rounds, each running the five processes in turn; the first step is set against the reference.\n";
 }
 
+// Before and after: (a) and (b) with this build's libhotlink.so and with
+// the one in `baseline` (another build's, found first through
+// LD_LIBRARY_PATH), alternating in the same rounds, against the reference.
+std::string against_baseline(int runs, const std::string &baseline, const std::vector<std::string> &reference,
+                             const std::vector<std::string> &capi, const std::vector<std::string> &reload) {
+  std::vector<std::string> old = {"LD_LIBRARY_PATH=" + baseline};
+  std::vector<Sample> m = measure_together(runs, {reference, capi, capi, reload, reload}, {}, {{}, {}, old, {}, old});
+  if (m.empty())
+    return {};
+  std::string out = "| process | this build's runtime | the runtime in " + baseline +
+                    " | this build's, x the reference | that one's, x the reference |\n|---|---|---|---|---|\n";
+  char line[512];
+  const char *what[] = {"(a) C API: cache hit, `hotlink_entry_load`, call", "(b) C++: `HotModule` reload, call"};
+  for (int i = 0; i < 2; ++i) {
+    const Sample &now = m[1 + 2 * i], &then = m[2 + 2 * i];
+    std::snprintf(line, sizeof line, "| %s | %.2f ms, %.1f MiB | %.2f ms, %.1f MiB | %.2fx | %.2fx |\n", what[i],
+                  now.cpu_ms, now.rss_mib, then.cpu_ms, then.rss_mib, now.cpu_ms / m[0].cpu_ms,
+                  then.cpu_ms / m[0].cpu_ms);
+    out += line;
+  }
+  std::snprintf(line, sizeof line, "| the reference: a C++ program, dlopen, dlsym, call | %.2f ms, %.1f MiB | | | |\n",
+                m[0].cpu_ms, m[0].rss_mib);
+  return out + line + "\nMedians of " + std::to_string(runs) + " rounds, each running the five processes in turn.\n";
+}
+
 std::string table(const std::vector<Row> &rows, int runs) {
   std::string out = "| process | CPU | peak RSS | reference | its CPU | its peak RSS | CPU ratio | RSS over it | goal |\n"
                     "|---|---|---|---|---|---|---|---|---|\n";
@@ -185,12 +218,14 @@ std::string find_file(const std::string &dir, const std::string &suffix) {
 
 int main(int argc, char **argv) {
   int runs = 21;
-  std::string markdown;
+  std::string markdown, baseline;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--runs"))
       runs = std::atoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--markdown"))
       markdown = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--baseline"))
+      baseline = argv[i + 1];
   }
   std::string bin = HOTLINK_BENCH_BIN_DIR, dir = "/tmp/hotlink-startup-XXXXXX";
   if (!mkdtemp(dir.data()))
@@ -242,10 +277,18 @@ int main(int argc, char **argv) {
   // Its steps are differences of a tenth of a millisecond: five times the
   // rounds, so that their medians hold still.
   std::string why, steps = ok ? breakdown(5 * runs, {bin + "/dlopen_ref_cxx", so}, capi, why) : "";
+  std::string before_after =
+      ok && !baseline.empty()
+          ? against_baseline(5 * runs, baseline, {bin + "/dlopen_ref_cxx", so}, capi, {bin + "/startup_reload", so})
+          : "";
   std::system(("rm -rf '" + dir + "'").c_str());
   if (!ok || steps.empty())
     return std::fprintf(stderr, "startup_bench: %s\n", ok ? why.c_str() : "a process failed"), 1;
+  if (!baseline.empty() && before_after.empty())
+    return std::fprintf(stderr, "startup_bench: a process with the runtime in %s failed\n", baseline.c_str()), 1;
   std::string t = table(rows, runs) + "\nWhere (a)'s CPU goes:\n\n" + steps;
+  if (!before_after.empty())
+    t += "\nAgainst the runtime in " + baseline + ":\n\n" + before_after;
   std::fputs(t.c_str(), stdout);
   if (!markdown.empty())
     std::ofstream(markdown) << t;

@@ -1,5 +1,5 @@
 // libhotlink-linker.so's entry point (plugin.h): the linker behind the
-// table the runtime calls. Only hotlink_linker_module_v2 leaves the module.
+// table the runtime calls. Only hotlink_linker_module_v3 leaves the module.
 #include "linker/module/plugin.h"
 #include "hotlink/verify_target.h"
 #include "exports/artifacts.h"
@@ -133,7 +133,7 @@ Expected<exports::ArtifactInfo> artifact_read(const void *data, std::size_t size
 
 } // namespace hotlink::linker_module
 
-extern "C" __attribute__((visibility("default"))) const hotlink::linker_module::Table *hotlink_linker_module_v2() {
+extern "C" __attribute__((visibility("default"))) const hotlink::linker_module::Table *hotlink_linker_module_v3() {
   using namespace hotlink::linker_module;
   static const Table table{stamp(HOTLINK_VERSION_STRING), create_service, destroy_service, link, submit, key_of,
                            stats_of, usable, llvm_options, artifact_of, verify_target, lld,

@@ -33,7 +33,7 @@ namespace hotlink::linker_module {
 
 // The table's version: a new one for each change of the Table's layout,
 // so a runtime never reads past the end of an older module's table.
-inline constexpr const char *kSymbol = "hotlink_linker_module_v2";
+inline constexpr const char *kSymbol = "hotlink_linker_module_v3";
 inline constexpr const char *kEnv = "HOTLINK_LINKER_MODULE";
 
 // What must match between the two sides.
