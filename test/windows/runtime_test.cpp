@@ -1,0 +1,100 @@
+// The Windows runtime under Wine, against the Linux build: what the
+// runtime reads of each image the Linux build linked (format, arch, kind,
+// exports) and its BLAKE3 identity are what the Linux runtime read and
+// wrote (`hotlink verify --json`, beside each fixture).
+//   runtime_test.exe FIXTURE_DIR [gtest flags]
+#include "image/image.h"
+#include "hotlink/blake3.h"
+#include "base/glob.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <iterator>
+
+using namespace hotlink;
+
+namespace {
+
+std::string g_fixtures;
+
+std::vector<std::uint8_t> read_bytes(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::vector<std::uint8_t>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+struct Fixture {
+  const char *target, *ext;
+  exports::Format format;
+  exports::Arch arch;
+};
+
+const Fixture kFixtures[] = {
+    {"x86_64-pc-windows-msvc", "dll", exports::Format::COFF, exports::Arch::X86_64},
+    {"x86_64-w64-mingw32", "dll", exports::Format::COFF, exports::Arch::X86_64},
+    {"i686-pc-windows-msvc", "dll", exports::Format::COFF, exports::Arch::X86},
+    {"aarch64-pc-windows-msvc", "dll", exports::Format::COFF, exports::Arch::AArch64},
+    {"x86_64-linux-gnu", "so", exports::Format::ELF, exports::Arch::X86_64},
+};
+
+} // namespace
+
+TEST(WindowsRuntime, ReadsEachImageTheLinuxBuildLinkedAsTheLinuxRuntimeDid) {
+  for (const Fixture &f : kFixtures) {
+    SCOPED_TRACE(f.target);
+    std::string base = g_fixtures + "/" + f.target;
+    std::vector<std::uint8_t> bytes = read_bytes(base + "." + f.ext);
+    ASSERT_FALSE(bytes.empty()) << base << "." << f.ext;
+    std::ifstream json(base + ".json");
+    nlohmann::json linux_read = nlohmann::json::parse(json, nullptr, false);
+    ASSERT_FALSE(linux_read.is_discarded()) << base << ".json";
+    auto read = image::read_host_image(bytes.data(), bytes.size(), f.target);
+    ASSERT_TRUE(read.has_value());
+    ASSERT_TRUE(read->ok()) << read->error().to_string();
+    EXPECT_EQ((*read)->format, f.format);
+    EXPECT_EQ((*read)->arch, f.arch);
+    EXPECT_EQ((*read)->kind, exports::FileKind::SharedObject);
+    EXPECT_EQ((*read)->exports, linux_read["exports"].get<std::vector<std::string>>());
+    EXPECT_EQ(trust::blake3_hex(bytes), linux_read["blake3"].get<std::string>());
+  }
+}
+
+TEST(WindowsRuntime, ADamagedExportDirectoryIsRefusedByName) {
+  std::vector<std::uint8_t> dll = read_bytes(g_fixtures + "/x86_64-pc-windows-msvc.dll");
+  ASSERT_GT(dll.size(), 0x200u);
+  std::uint32_t pe = dll[0x3c] | dll[0x3d] << 8 | dll[0x3e] << 16 | std::uint32_t(dll[0x3f]) << 24;
+  for (int i = 0; i < 4; ++i) // the export directory's RVA: far outside every section
+    dll[pe + 24 + 112 + i] = i == 3 ? 0x7f : 0xf0;
+  auto read = image::read_host_image(dll.data(), dll.size(), "damaged.dll");
+  ASSERT_TRUE(read.has_value());
+  ASSERT_FALSE(read->ok());
+  EXPECT_EQ(read->error().input, "damaged.dll");
+  EXPECT_NE(read->error().message.find("export directory"), std::string::npos) << read->error().message;
+}
+
+TEST(WindowsRuntime, AnArtifactOfAFormatItDoesNotReadIsRefusedByName) {
+  std::vector<std::uint8_t> wasm = {0x00, 'a', 's', 'm', 0x01, 0x00, 0x00, 0x00};
+  auto read = exports::read_artifact(wasm.data(), wasm.size(), "k.wasm");
+  ASSERT_FALSE(read.ok());
+  EXPECT_EQ(read.error().input, "k.wasm");
+  EXPECT_NE(read.error().message.find("without LLVM"), std::string::npos) << read.error().message;
+}
+
+TEST(WindowsRuntime, ExportGlobsMatchAsOnLinux) {
+  auto g = base::Glob::compile("*_argv");
+  ASSERT_TRUE(g.ok());
+  EXPECT_TRUE(g->match("f_argv"));
+  EXPECT_FALSE(g->match("f_argv2"));
+  EXPECT_FALSE(base::Glob::compile("[]").ok());
+}
+
+int main(int argc, char **argv) {
+  testing::InitGoogleTest(&argc, argv);
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: runtime_test FIXTURE_DIR\n");
+    return 2;
+  }
+  g_fixtures = argv[1];
+  return RUN_ALL_TESTS();
+}
