@@ -1,89 +1,15 @@
+// What base/files.h does the same way on every host; files_posix.cpp and
+// files_windows.cpp hold the rest.
 #include "base/files.h"
 
 #include <atomic>
-#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <dirent.h>
-#include <fcntl.h>
 #include <random>
-#include <sys/file.h>
-#include <sys/stat.h>
-#include <unistd.h>
+#include <unistd.h> // getpid (mingw-w64 declares it too)
 
 namespace hotlink::base {
-
-bool write_all(int fd, const void *data, std::size_t size, std::optional<std::uint64_t> at) {
-  const char *p = static_cast<const char *>(data);
-  while (size > 0) {
-    ssize_t n = at ? ::pwrite(fd, p, size, static_cast<off_t>(*at)) : ::write(fd, p, size);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      return false;
-    p += n;
-    size -= static_cast<std::size_t>(n);
-    if (at)
-      *at += static_cast<std::uint64_t>(n);
-  }
-  return true;
-}
-
-bool read_exact(int fd, std::vector<std::uint8_t> &out, std::uint64_t size) {
-  out.resize(size);
-  std::uint64_t done = 0;
-  while (done < size) {
-    ssize_t n = ::pread(fd, out.data() + done, size - done, static_cast<off_t>(done));
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      return false;
-    done += static_cast<std::uint64_t>(n);
-  }
-  return true;
-}
-
-std::optional<FileError> read_file(const std::string &path, std::vector<std::uint8_t> &out, std::uint64_t most) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return FileError{"cannot read", errno, path};
-  struct stat st;
-  std::optional<FileError> failed;
-  if (::fstat(fd, &st) != 0)
-    failed = FileError{"cannot read", errno, path};
-  else if (static_cast<std::uint64_t>(st.st_size) > most)
-    failed = FileError{"cannot read", EFBIG, path};
-  else if (errno = 0, !read_exact(fd, out, static_cast<std::uint64_t>(st.st_size)))
-    failed = FileError{"cannot read", errno ? errno : EIO, path};
-  ::close(fd);
-  return failed;
-}
-
-bool same_file(int fd, const std::string &path) {
-  struct stat a, b;
-  if (::fstat(fd, &a) != 0 || ::stat(path.c_str(), &b) != 0)
-    return false;
-  return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
-}
-
-void remove_tree(const std::string &dir) {
-  if (DIR *d = ::opendir(dir.c_str())) {
-    while (struct dirent *e = ::readdir(d)) {
-      std::string name = e->d_name;
-      if (name == "." || name == "..")
-        continue;
-      std::string path = dir + "/" + name;
-      struct stat st;
-      if (::lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
-        remove_tree(path);
-      else
-        ::unlink(path.c_str());
-    }
-    ::closedir(d);
-  }
-  ::rmdir(dir.c_str());
-}
 
 std::string unique_suffix() {
   static std::atomic<std::uint64_t> counter{0};
@@ -99,38 +25,5 @@ std::string unique_suffix() {
 }
 
 std::string FileError::to_string() const { return std::string(step) + ": " + std::strerror(errnum); }
-
-std::optional<FileError> write_file_atomically(const std::string &path, const void *data, std::size_t size,
-                                               AtomicWrite how) {
-  std::string temp = path + unique_suffix();
-  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0)
-    return FileError{"cannot create", errno, temp};
-  if (how.lock)
-    ::flock(fd, LOCK_EX);
-  bool ok = ::fchmod(fd, how.mode) == 0 && write_all(fd, data, size);
-  int e = errno;
-  // A locked temporary stays locked (open) until it has its name: a
-  // pruner removes only temporaries nobody holds.
-  if (!how.lock && ::close(fd) != 0 && ok) {
-    ok = false;
-    e = errno;
-  }
-  if (!ok) {
-    if (how.lock)
-      ::close(fd);
-    ::unlink(temp.c_str());
-    return FileError{"cannot write", e, path};
-  }
-  int r = how.replace ? ::rename(temp.c_str(), path.c_str()) : ::link(temp.c_str(), path.c_str());
-  e = errno;
-  if (how.lock)
-    ::close(fd);
-  if (r != 0 || !how.replace)
-    ::unlink(temp.c_str());
-  if (r != 0)
-    return FileError{how.replace ? "cannot rename into place" : "cannot create", e, path};
-  return std::nullopt;
-}
 
 } // namespace hotlink::base

@@ -16,29 +16,16 @@
 #define WIN32_LEAN_AND_MEAN
 #include <windows.h>
 
+#include "base/wide.h"
+
 #include <atomic>
 
 namespace hotlink::loader {
 
 namespace {
 
-std::wstring widen(const std::string &s) {
-  if (s.empty())
-    return {};
-  int n = MultiByteToWideChar(CP_UTF8, 0, s.data(), static_cast<int>(s.size()), nullptr, 0);
-  std::wstring w(static_cast<std::size_t>(n), L'\0');
-  MultiByteToWideChar(CP_UTF8, 0, s.data(), static_cast<int>(s.size()), w.data(), n);
-  return w;
-}
-
-std::string narrow(const std::wstring &w) {
-  if (w.empty())
-    return {};
-  int n = WideCharToMultiByte(CP_UTF8, 0, w.data(), static_cast<int>(w.size()), nullptr, 0, nullptr, nullptr);
-  std::string s(static_cast<std::size_t>(n), '\0');
-  WideCharToMultiByte(CP_UTF8, 0, w.data(), static_cast<int>(w.size()), s.data(), n, nullptr, nullptr);
-  return s;
-}
+using base::narrow;
+using base::widen;
 
 std::string last_error() {
   DWORD code = GetLastError();

@@ -5,20 +5,21 @@
 #include "hotlink/blake3.h"
 #include "base/json.h"
 
-#include <sodium.h>
+#include "trust/crypto.h"
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 
-#include <fcntl.h>
+#include <filesystem>
+
 #include <sys/stat.h>
-#include <unistd.h>
 
 namespace hotlink::signature {
 
 namespace json = base::json;
+namespace crypto = trust::crypto;
 
 namespace {
 
@@ -26,12 +27,6 @@ constexpr const char *kDomain = "hotlink-statement-v1\n";
 constexpr const char *kSecretTag = "hotlink-ed25519-secret-key";
 constexpr const char *kPublicTag = "hotlink-ed25519";
 constexpr std::size_t kMaxStatement = 16u << 20;
-
-void init_sodium() {
-  // Thread-safe and idempotent; fails only without an entropy source.
-  static const int ok = sodium_init();
-  (void)ok;
-}
 
 std::string hex(const std::uint8_t *p, std::size_t n) { return base::hex(p, n); }
 
@@ -75,7 +70,7 @@ Expected<std::string> read_small_file(const std::string &path, const char *what)
 
 // Writes `text` to `path` with `mode`, exclusively unless `overwrite`
 // (an existing key is never replaced by accident).
-std::optional<Error> write_file(const std::string &path, const std::string &text, mode_t mode,
+std::optional<Error> write_file(const std::string &path, const std::string &text, unsigned mode,
                                 bool overwrite) {
   base::AtomicWrite how;
   how.mode = mode;
@@ -95,14 +90,12 @@ std::optional<Error> write_file(const std::string &path, const std::string &text
 std::string PublicKey::hex() const { return signature::hex(bytes.data(), bytes.size()); }
 
 SecretKey SecretKey::generate() {
-  init_sodium();
   SecretKey k;
-  std::array<std::uint8_t, 32> pk;
-  crypto_sign_keypair(pk.data(), k.bytes_.data());
+  crypto::generate(k.bytes_.data());
   return k;
 }
 
-SecretKey::~SecretKey() { sodium_memzero(bytes_.data(), bytes_.size()); }
+SecretKey::~SecretKey() { crypto::wipe(bytes_.data(), bytes_.size()); }
 SecretKey::SecretKey(const SecretKey &o) : bytes_(o.bytes_) {}
 SecretKey &SecretKey::operator=(const SecretKey &o) {
   bytes_ = o.bytes_;
@@ -111,16 +104,14 @@ SecretKey &SecretKey::operator=(const SecretKey &o) {
 
 PublicKey SecretKey::public_key() const {
   PublicKey p;
-  crypto_sign_ed25519_sk_to_pk(p.bytes.data(), bytes_.data());
+  std::memcpy(p.bytes.data(), bytes_.data() + 32, 32); // the secret key's second half
   return p;
 }
 
 std::string SecretKey::sign_line(const std::string &json) const {
-  init_sodium();
   std::string m = signed_message(json);
   std::array<std::uint8_t, 64> sig;
-  crypto_sign_detached(sig.data(), nullptr, reinterpret_cast<const unsigned char *>(m.data()),
-                       m.size(), bytes_.data());
+  crypto::sign(sig.data(), m.data(), m.size(), bytes_.data());
   return std::string("ed25519 ") + public_key().hex() + " " + hex(sig.data(), sig.size());
 }
 
@@ -130,10 +121,9 @@ std::optional<Error> write_key_pair(const SecretKey &key, const std::string &pat
   if (std::size_t s = base.rfind('/'); s != std::string::npos)
     base = base.substr(s + 1);
   std::string pub = std::string(kPublicTag) + " " + key.public_key().hex() + " " + base + "\n";
-  struct stat st;
   if (!overwrite)
     for (const std::string &p : {path, path + ".pub"})
-      if (::lstat(p.c_str(), &st) == 0)
+      if (std::error_code ec; std::filesystem::exists(std::filesystem::symlink_status(p, ec)))
         return key_error(p, "already exists",
                          "choose another path, or remove the old key first (every consumer "
                          "trusting it must be given the new .pub)");
@@ -143,9 +133,9 @@ std::optional<Error> write_key_pair(const SecretKey &key, const std::string &pat
   std::string secret = std::string(kSecretTag) + " " +
                        hex(key.bytes_.data(), key.bytes_.size()) + "\n";
   auto err = write_file(path, secret, 0600, overwrite);
-  sodium_memzero(secret.data(), secret.size());
+  crypto::wipe(secret.data(), secret.size());
   if (err)
-    ::unlink((path + ".pub").c_str());
+    std::remove((path + ".pub").c_str());
   return err;
 }
 
@@ -156,11 +146,12 @@ Expected<SecretKey> read_secret_key(const std::string &path) {
   if (text->compare(0, std::strlen(kPublicTag) + 1, std::string(kPublicTag) + " ") == 0)
     return key_error(path, "is a public key, not a signing key",
                      "pass the secret key file (KEY, not KEY.pub) that `hotlink keygen -o KEY` wrote");
+#if !defined(_WIN32) // on Windows, the file's ACL is not checked (docs/limits.md)
   struct stat st;
   if (::stat(path.c_str(), &st) != 0)
     return key_error(path, std::string("cannot read the signing key: ") + std::strerror(errno));
   if (st.st_mode & 077) {
-    sodium_memzero(text.value().data(), text.value().size());
+    crypto::wipe(text.value().data(), text.value().size());
     char mode[8];
     std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
     return key_error(path, std::string("the signing key is accessible to its group or others (mode ") +
@@ -168,25 +159,19 @@ Expected<SecretKey> read_secret_key(const std::string &path) {
                      "whoever reads it can sign code every consumer will load: chmod 600 " + path +
                          ", and make a new key if others may have copied it");
   }
+#endif
   std::string t = text.value();
-  sodium_memzero(text.value().data(), text.value().size());
+  crypto::wipe(text.value().data(), text.value().size());
   while (!t.empty() && (t.back() == '\n' || t.back() == '\r'))
     t.pop_back();
   std::string prefix = std::string(kSecretTag) + " ";
   SecretKey k;
   bool ok = t.compare(0, prefix.size(), prefix) == 0 && unhex(t.substr(prefix.size()), k.bytes_);
-  sodium_memzero(t.data(), t.size());
+  crypto::wipe(t.data(), t.size());
   if (!ok)
     return key_error(path, "is not a hotlink signing key", "create one with `hotlink keygen -o FILE`");
   // The stored public half must be the one the seed derives.
-  std::array<std::uint8_t, 32> pk, sk_seed_pk;
-  std::array<std::uint8_t, 64> sk;
-  crypto_sign_ed25519_sk_to_seed(pk.data(), k.bytes_.data());
-  crypto_sign_seed_keypair(sk_seed_pk.data(), sk.data(), pk.data());
-  bool consistent = sodium_memcmp(sk.data(), k.bytes_.data(), 64) == 0;
-  sodium_memzero(sk.data(), sk.size());
-  sodium_memzero(pk.data(), pk.size());
-  if (!consistent)
+  if (!crypto::consistent(k.bytes_.data()))
     return key_error(path, "is damaged (its public half does not match its seed)",
                      "restore it from a backup or make a new key");
   return k;
@@ -265,7 +250,6 @@ Expected<Statement> parse_statement(const std::string &text, const std::string &
 
 Expected<Checked> check_statement(const std::string &text, const std::vector<PublicKey> &trusted,
                                   const std::string &name) {
-  init_sodium();
   auto parsed = parse_statement(text, name);
   if (!parsed)
     return parsed.take_error();
@@ -282,8 +266,7 @@ Expected<Checked> check_statement(const std::string &text, const std::vector<Pub
       continue;
     by_trusted = true;
     c.signer = *std::find(trusted.begin(), trusted.end(), sig.key);
-    if (crypto_sign_verify_detached(sig.bytes.data(), reinterpret_cast<const unsigned char *>(m.data()),
-                                    m.size(), sig.key.bytes.data()) == 0) {
+    if (crypto::verify(sig.bytes.data(), m.data(), m.size(), sig.key.bytes.data())) {
       verified = true;
       break;
     }

@@ -6,7 +6,7 @@
 #include "base/files.h"
 #include "base/text.h"
 
-#include <sodium.h>
+#include "trust/crypto.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -78,8 +78,8 @@ std::string foreign_hint(Format format, Arch arch) {
 } // namespace
 
 std::string sha256_hex(const std::vector<std::uint8_t> &bytes) {
-  unsigned char h[crypto_hash_sha256_BYTES];
-  crypto_hash_sha256(h, bytes.data(), bytes.size());
+  std::uint8_t h[32];
+  trust::crypto::sha256(h, bytes.data(), bytes.size());
   return base::hex(h, sizeof h);
 }
 

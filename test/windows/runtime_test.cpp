@@ -1,15 +1,20 @@
 // The Windows runtime under Wine, against the Linux build: what the
 // runtime reads of each image the Linux build linked (format, arch, kind,
 // exports) and its BLAKE3 identity are what the Linux runtime read and
-// wrote (`hotlink verify --json`, beside each fixture).
+// wrote (`hotlink verify --json`, beside each fixture); a statement the
+// Linux build signed (libsodium) verifies here (libgcrypt), and this
+// runtime signs it with the same key into the same bytes.
 //   runtime_test.exe FIXTURE_DIR [gtest flags]
 #include "image/image.h"
 #include "hotlink/blake3.h"
+#include "hotlink/signature.h"
+#include "base/files.h"
 #include "base/glob.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <direct.h> // _mkdir
 #include <fstream>
 #include <iterator>
 
@@ -87,6 +92,72 @@ TEST(WindowsRuntime, ExportGlobsMatchAsOnLinux) {
   EXPECT_TRUE(g->match("f_argv"));
   EXPECT_FALSE(g->match("f_argv2"));
   EXPECT_FALSE(base::Glob::compile("[]").ok());
+}
+
+namespace {
+
+std::string read_text(const std::string &path) {
+  std::vector<std::uint8_t> b = read_bytes(path);
+  return std::string(b.begin(), b.end());
+}
+
+} // namespace
+
+TEST(WindowsRuntime, AStatementSignedOnLinuxVerifiesAndATamperedArtifactIsRefused) {
+  auto pub = signature::read_public_key(g_fixtures + "/key.pub");
+  ASSERT_TRUE(pub.ok()) << pub.error().to_string();
+  std::vector<std::uint8_t> dll = read_bytes(g_fixtures + "/x86_64-pc-windows-msvc.dll");
+  std::string statement = read_text(g_fixtures + "/x86_64-pc-windows-msvc.dll.sig");
+  auto checked = signature::check_artifact(dll, statement, {*pub}, "k.dll");
+  ASSERT_TRUE(checked.ok()) << checked.error().to_string();
+  EXPECT_EQ(checked->blake3, trust::blake3_hex(dll));
+  std::vector<std::uint8_t> tampered = dll;
+  tampered[tampered.size() / 2] ^= 1;
+  auto refused = signature::check_artifact(tampered, statement, {*pub}, "k.dll");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code, ErrorCode::HashMismatch);
+  signature::SecretKey stranger = signature::SecretKey::generate();
+  auto untrusted = signature::check_artifact(dll, statement, {stranger.public_key()}, "k.dll");
+  ASSERT_FALSE(untrusted.ok());
+  EXPECT_EQ(untrusted.error().code, ErrorCode::UntrustedSigner);
+}
+
+TEST(WindowsRuntime, SignsWithTheLinuxKeyIntoTheLinuxBytes) {
+  auto key = signature::read_secret_key(g_fixtures + "/key");
+  ASSERT_TRUE(key.ok()) << key.error().to_string();
+  std::string statement = read_text(g_fixtures + "/x86_64-pc-windows-msvc.dll.sig");
+  auto parsed = signature::parse_statement(statement, "k.dll.sig");
+  ASSERT_TRUE(parsed.ok()) << parsed.error().to_string();
+  // Ed25519 is deterministic: libgcrypt's signature is libsodium's.
+  std::string line = key->sign_line(parsed->json);
+  EXPECT_NE(statement.find("\n" + line + "\n"), std::string::npos) << line << "\nnot in\n" << statement;
+}
+
+TEST(WindowsRuntime, AKeyPairMadeHereSignsWhatItVerifiesAndIsRefusedWhenDamaged) {
+  std::string dir = g_fixtures + "/keys-" + base::unique_suffix().substr(5);
+  ASSERT_EQ(_mkdir(dir.c_str()), 0) << dir;
+  signature::SecretKey made = signature::SecretKey::generate();
+  ASSERT_FALSE(signature::write_key_pair(made, dir + "/k"));
+  auto again = signature::write_key_pair(made, dir + "/k"); // never replaced by accident
+  ASSERT_TRUE(again.has_value());
+  EXPECT_NE(again->message.find("already exists"), std::string::npos) << again->to_string();
+  auto key = signature::read_secret_key(dir + "/k");
+  auto pub = signature::read_public_key(dir + "/k.pub");
+  ASSERT_TRUE(key.ok() && pub.ok());
+  std::vector<std::uint8_t> dll = read_bytes(g_fixtures + "/x86_64-w64-mingw32.dll");
+  std::string statement = signature::add_signature(
+      signature::seal(signature::artifact_statement_json(dll, "k.dll", {"f", "f_argv"}, "x86_64-w64-mingw32")), *key);
+  auto checked = signature::check_artifact(dll, statement, {*pub}, "made.sig");
+  EXPECT_TRUE(checked.ok()) << checked.error().to_string();
+  // A secret key whose public half is not its seed's is refused.
+  std::string text = read_text(dir + "/k");
+  std::size_t last = text.find_last_not_of("\r\n");
+  text[last] = text[last] == '0' ? '1' : '0';
+  ASSERT_FALSE(base::write_file_atomically(dir + "/damaged", text.data(), text.size()));
+  auto damaged = signature::read_secret_key(dir + "/damaged");
+  ASSERT_FALSE(damaged.ok());
+  EXPECT_NE(damaged.error().message.find("damaged"), std::string::npos) << damaged.error().to_string();
+  base::remove_tree(dir);
 }
 
 int main(int argc, char **argv) {
