@@ -9,13 +9,18 @@
 #include "hotlink/blake3.h"
 #include "hotlink/signature.h"
 #include "base/files.h"
+#include "base/fault_signals.h"
 #include "base/glob.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include <direct.h> // _mkdir
+#include <atomic>
+#include <csignal>
 #include <fstream>
+#include <stdexcept>
+#include <thread>
 #include <iterator>
 
 using namespace hotlink;
@@ -158,6 +163,66 @@ TEST(WindowsRuntime, AKeyPairMadeHereSignsWhatItVerifiesAndIsRefusedWhenDamaged)
   ASSERT_FALSE(damaged.ok());
   EXPECT_NE(damaged.error().message.find("damaged"), std::string::npos) << damaged.error().to_string();
   base::remove_tree(dir);
+}
+
+namespace {
+
+// What a faulting kernel does (noinline: the frames the fault names).
+[[gnu::noinline]] int read_through(volatile int *p) { return *p; }
+[[gnu::noinline]] int divide(volatile int a, volatile int b) { return a / b; }
+
+} // namespace
+
+TEST(WindowsRuntime, AGuardedAccessViolationAndDivideByZeroReturnWithWhereTheyHappened) {
+  volatile int sink = 0;
+  base::Fault av = base::run_catching_faults([&] { sink = read_through(reinterpret_cast<int *>(0x40)); });
+  EXPECT_EQ(av.signal, SIGSEGV);
+  EXPECT_EQ(av.address, 0x40u);
+  ASSERT_GE(av.frame_count, 2);
+  auto near = [](std::uintptr_t pc, const void *fn) {
+    auto f = reinterpret_cast<std::uintptr_t>(fn);
+    return pc >= f && pc < f + 64;
+  };
+  EXPECT_TRUE(near(av.frames[0], reinterpret_cast<const void *>(&read_through))) << std::hex << av.frames[0];
+  base::Fault fpe = base::run_catching_faults([&] { sink = divide(1, 0); });
+  EXPECT_EQ(fpe.signal, SIGFPE);
+  EXPECT_TRUE(near(fpe.frames[0], reinterpret_cast<const void *>(&divide))) << std::hex << fpe.frames[0];
+  base::Fault fine = base::run_catching_faults([&] { sink = divide(6, 3); });
+  EXPECT_EQ(fine.signal, 0);
+  EXPECT_EQ(sink, 2);
+}
+
+TEST(WindowsRuntime, AGuardLeftByAnExceptionOrANestedFaultIsDisarmed) {
+  EXPECT_THROW(base::run_catching_faults([] { throw std::runtime_error("out"); }), std::runtime_error);
+  // The outer guard catches what the inner one's call left to it.
+  base::Fault outer = base::run_catching_faults([] {
+    base::Fault inner = base::run_catching_faults([] { read_through(nullptr); });
+    if (inner.signal == SIGSEGV)
+      divide(1, 0);
+  });
+  EXPECT_EQ(outer.signal, SIGFPE);
+  EXPECT_EQ(base::run_catching_faults([] {}).signal, 0);
+}
+
+TEST(WindowsRuntime, FourThreadsFaultingAtOnceAreEachCaughtOnTheirOwn) {
+  std::atomic<int> caught{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 500; ++i) {
+        base::Fault f = base::run_catching_faults([&] {
+          if ((i + t) % 2)
+            read_through(reinterpret_cast<int *>(8));
+          else
+            divide(i, 0);
+        });
+        if (f.signal == ((i + t) % 2 ? SIGSEGV : SIGFPE))
+          ++caught;
+      }
+    });
+  for (std::thread &t : threads)
+    t.join();
+  EXPECT_EQ(caught.load(), 2000);
 }
 
 int main(int argc, char **argv) {
