@@ -2,6 +2,8 @@
 // then the remote tier (remote_tier.cpp), then the producer.
 #include "cache/store.h"
 
+#include "base/eviction.h"
+
 #include <filesystem>
 
 namespace hotlink::cache {
@@ -367,51 +369,33 @@ PruneReport Cache::prune(const std::optional<Limits> &limits) {
   I.clean(keys, temporaries, r);
 
   std::vector<Impl::Scanned *> entries;
-  std::uint64_t bytes = 0;
+  std::vector<base::Resident> residents;
   for (Impl::Scanned &s : keys)
     if (s.manifest) {
       entries.push_back(&s);
-      bytes += s.bytes;
+      residents.push_back({s.bytes, s.last_use_ns, false});
     }
-  std::sort(entries.begin(), entries.end(), [](const Impl::Scanned *a, const Impl::Scanned *b) {
-    return a->last_use_ns < b->last_use_ns;
-  });
-  std::uint64_t count = entries.size();
-  // Down to 90% of a limit that is exceeded, so that the next store does not
-  // prune again at once.
-  std::uint64_t goal_bytes = lim.max_bytes && bytes > lim.max_bytes
-                                 ? lim.max_bytes - lim.max_bytes / 10
-                                 : UINT64_MAX;
-  std::uint64_t goal_entries = lim.max_entries && count > lim.max_entries
-                                   ? lim.max_entries - lim.max_entries / 10
-                                   : UINT64_MAX;
+  base::EvictionLimits evict{lim.max_bytes, lim.max_entries, std::nullopt, /*tenth_free=*/true};
+  if (lim.max_age.count() > 0) // 0: unbounded (hotlink/cache.h)
+    evict.max_age = lim.max_age;
   std::int64_t now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                             std::chrono::system_clock::now().time_since_epoch())
                             .count();
-  std::int64_t max_age_ns =
-      std::chrono::duration_cast<std::chrono::nanoseconds>(lim.max_age).count();
-  for (Impl::Scanned *s : entries) {
-    bool expired = max_age_ns > 0 && now_ns - s->last_use_ns > max_age_ns;
-    if (!expired && bytes <= goal_bytes && count <= goal_entries)
-      continue;
-    Key k = Key::parse(s->key).value();
+  base::StoreTotals left = base::evict_least_recent(residents, evict, now_ns, [&](std::size_t i) {
     std::uint64_t freed = 0;
-    switch (I.remove_entry(k, /*wait=*/false, &freed)) {
+    switch (I.remove_entry(Key::parse(entries[i]->key).value(), /*wait=*/false, &freed)) {
     case Impl::Removal::Removed:
       ++r.evicted;
       r.evicted_bytes += freed;
-      bytes -= std::min(bytes, s->bytes);
-      --count;
-      break;
+      return base::Evicted::Removed;
     case Impl::Removal::InUse:
       ++r.skipped_in_use;
-      break;
-    case Impl::Removal::Gone:
-      bytes -= std::min(bytes, s->bytes);
-      --count;
-      break;
+      return base::Evicted::Kept;
+    case Impl::Removal::Gone: break;
     }
-  }
+    return base::Evicted::Gone;
+  });
+  std::uint64_t bytes = left.bytes, count = left.entries;
   I.count(kEvictions, r.evicted);
   // The scan is the truth: the ledger is reset to it.
   I.usage(static_cast<std::int64_t>(bytes), static_cast<std::int64_t>(count), /*set=*/true);

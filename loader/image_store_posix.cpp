@@ -1,5 +1,7 @@
 #include "loader/image_store.h"
 
+#include "base/eviction.h"
+
 #include "base/files.h"
 #include "hotlink/symbols.h"
 
@@ -294,23 +296,19 @@ void prune_locked(const std::string &store, const std::string &mine, const LoadO
         scan(store + "/.build-id/" + e->d_name, images);
     ::closedir(h);
   }
-  std::uint64_t total = 0;
-  std::vector<const Image *> order;
+  std::vector<const Image *> all;
+  std::vector<base::Resident> residents;
   for (const auto &[id, im] : images) {
-    total += im.size;
-    if (!im.mapped)
-      order.push_back(&im);
+    all.push_back(&im);
+    residents.push_back({im.size, im.mtime, im.mapped}); // a mapped image is never removed
   }
-  std::sort(order.begin(), order.end(), [](const Image *a, const Image *b) { return a->mtime < b->mtime; });
-  auto now = std::chrono::system_clock::now().time_since_epoch();
-  std::int64_t oldest = std::chrono::duration_cast<std::chrono::nanoseconds>(now - options.keep_max_age).count();
-  for (const Image *im : order) {
-    if (total <= options.keep_max_bytes && im->mtime >= oldest)
-      break;
-    for (const std::string &n : im->names)
+  base::EvictionLimits limits{options.keep_max_bytes, 0, options.keep_max_age, /*tenth_free=*/false};
+  auto now = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch());
+  base::evict_least_recent(residents, limits, now.count(), [&](std::size_t i) {
+    for (const std::string &n : all[i]->names)
       ::unlink(n.c_str());
-    total -= im->size;
-  }
+    return base::Evicted::Removed;
+  });
   for (const auto &d : dirs)
     if (d.first != mine)
       remove_if_abandoned(d.first);
