@@ -1,15 +1,22 @@
+// Finding and opening hotlink's own modules (own_module.h): where to look,
+// and the errors, are the same on every host; what the host does
+// (dladdr/dlopen, GetModuleFileNameW/LoadLibraryExW) is
+// own_module_posix.cpp's and own_module_windows.cpp's.
 #include "base/own_module.h"
+#include "base/own_module_host.h"
 
 #include <cstdlib>
-#include <dlfcn.h>
-#include <sys/stat.h>
 
 namespace hotlink {
 
 namespace {
 
 std::string directory_of(const std::string &path) {
+#if defined(_WIN32)
+  std::size_t slash = path.find_last_of("/\\");
+#else
   std::size_t slash = path.rfind('/');
+#endif
   return slash == std::string::npos ? "." : path.substr(0, slash);
 }
 
@@ -19,9 +26,8 @@ std::vector<std::string> own_module_candidates(const OwnModule &m) {
   if (const char *env = std::getenv(m.env.c_str()); env && *env)
     return {env};
   std::vector<std::string> dirs;
-  Dl_info info;
-  if (m.anchor && ::dladdr(m.anchor, &info) && info.dli_fname && *info.dli_fname == '/') {
-    std::string here = directory_of(info.dli_fname);
+  if (std::string file = host::file_of_code(m.anchor); !file.empty()) {
+    std::string here = directory_of(file);
     dirs.push_back(here);
     dirs.push_back(here + "/../lib");
   }
@@ -34,11 +40,9 @@ std::vector<std::string> own_module_candidates(const OwnModule &m) {
 
 Expected<std::string> find_own_module(const OwnModule &m, const std::string &why_needed) {
   std::vector<std::string> candidates = own_module_candidates(m);
-  for (const std::string &path : candidates) {
-    struct stat st;
-    if (::stat(path.c_str(), &st) == 0)
+  for (const std::string &path : candidates)
+    if (host::file_exists(path))
       return path;
-  }
   std::string looked;
   for (const std::string &c : candidates)
     looked += " " + c;
@@ -53,13 +57,11 @@ Expected<OpenedModule> open_own_module(const OwnModule &m, const std::string &wh
   auto path = find_own_module(m, why_needed);
   if (!path)
     return path.take_error();
-  void *handle = ::dlopen(path->c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!handle) {
-    const char *why = ::dlerror();
-    return make_error(ErrorCode::Internal, "cannot load " + m.file + ": " + (why ? why : "dlopen failed"), *path, {},
-                      load_hint);
-  }
-  void *entry = ::dlsym(handle, symbol);
+  std::string why;
+  void *handle = host::load_library(*path, why);
+  if (!handle)
+    return make_error(ErrorCode::Internal, "cannot load " + m.file + ": " + why, *path, {}, load_hint);
+  void *entry = host::library_symbol(handle, symbol);
   if (!entry)
     return make_error(ErrorCode::Internal, m.file + " has no " + symbol + " (it is not one of hotlink's modules)",
                       *path, {}, "reinstall hotlink, or point " + m.env + " at the right file");

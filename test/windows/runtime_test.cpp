@@ -11,6 +11,7 @@
 #include "base/files.h"
 #include "base/fault_signals.h"
 #include "base/glob.h"
+#include "base/own_module.h"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -223,6 +224,31 @@ TEST(WindowsRuntime, FourThreadsFaultingAtOnceAreEachCaughtOnTheirOwn) {
   for (std::thread &t : threads)
     t.join();
   EXPECT_EQ(caught.load(), 2000);
+}
+
+TEST(WindowsRuntime, OpensAModuleBesideItselfAndSaysWhereItLookedOrWhatIsWrong) {
+  const void *anchor = reinterpret_cast<const void *>(&read_bytes);
+  OwnModule beside{"test-module.dll", "HOTLINK_TEST_MODULE", anchor, {}};
+  auto opened = open_own_module(beside, "this test", "hotlink_test_module_v1", "rebuild the test");
+  ASSERT_TRUE(opened.ok()) << opened.error().to_string();
+  EXPECT_EQ(reinterpret_cast<int (*)()>(opened->entry)(), 42);
+  // Not installed: every place looked is named.
+  OwnModule missing{"no-such-module.dll", "HOTLINK_TEST_MISSING", anchor, {g_fixtures}};
+  auto absent = open_own_module(missing, "this test", "hotlink_test_module_v1", "rebuild the test");
+  ASSERT_FALSE(absent.ok());
+  EXPECT_NE(absent.error().message.find("not installed"), std::string::npos) << absent.error().to_string();
+  EXPECT_NE(absent.error().message.find(g_fixtures + "/no-such-module.dll"), std::string::npos)
+      << absent.error().to_string();
+  // The variable names the one path tried; a DLL that is not a module is
+  // refused by its missing entry point.
+  std::string other = g_fixtures + "/x86_64-w64-mingw32.dll";
+  ASSERT_EQ(_putenv(("HOTLINK_TEST_OTHER=" + other).c_str()), 0);
+  OwnModule not_ours{"test-module.dll", "HOTLINK_TEST_OTHER", anchor, {}};
+  auto foreign = open_own_module(not_ours, "this test", "hotlink_test_module_v1", "rebuild the test");
+  ASSERT_FALSE(foreign.ok());
+  EXPECT_EQ(foreign.error().input, other);
+  EXPECT_NE(foreign.error().message.find("has no hotlink_test_module_v1"), std::string::npos)
+      << foreign.error().to_string();
 }
 
 int main(int argc, char **argv) {

@@ -1,0 +1,34 @@
+// base/own_module_host.h on POSIX hosts.
+#include "base/own_module_host.h"
+
+#include <dlfcn.h>
+#include <sys/stat.h>
+
+namespace hotlink::host {
+
+std::string file_of_code(const void *address) {
+  Dl_info info;
+  if (address && ::dladdr(address, &info) && info.dli_fname && *info.dli_fname == '/')
+    return info.dli_fname;
+  return {};
+}
+
+bool file_exists(const std::string &path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+// RTLD_NOW: a missing dependency is reported here; RTLD_LOCAL: what the
+// module links stays its own.
+void *load_library(const std::string &path, std::string &why) {
+  void *handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    const char *e = ::dlerror();
+    why = e ? e : "dlopen failed";
+  }
+  return handle;
+}
+
+void *library_symbol(void *library, const char *name) { return ::dlsym(library, name); }
+
+} // namespace hotlink::host
