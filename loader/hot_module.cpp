@@ -8,9 +8,6 @@
 #include <csignal>
 #include <cstring>
 #include <dlfcn.h>
-#include <fcntl.h>
-#include <poll.h>
-#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -511,125 +508,6 @@ std::optional<Error> HotModule::call_guarded(Pin p, const std::function<void()> 
                                      "forward_old_versions"
                                : "fix the kernel; the faulting call's side effects were abandoned";
   return make_error(ErrorCode::LoadFailed, what + outcome, source, {}, fix);
-}
-
-// ---------------------------------------------------------------------------
-// Watcher.
-
-namespace {
-
-struct FileId {
-  bool exists = false;
-  ino_t ino = 0;
-  off_t size = 0;
-  long long mtime_ns = 0;
-  bool operator!=(const FileId &o) const {
-    return exists != o.exists || ino != o.ino || size != o.size || mtime_ns != o.mtime_ns;
-  }
-};
-
-FileId identify(const std::string &path) {
-  struct stat st;
-  FileId id;
-  if (::stat(path.c_str(), &st) == 0) {
-    id.exists = true;
-    id.ino = st.st_ino;
-    id.size = st.st_size;
-    id.mtime_ns = static_cast<long long>(st.st_mtim.tv_sec) * 1000000000LL + st.st_mtim.tv_nsec;
-  }
-  return id;
-}
-
-} // namespace
-
-Watcher::Watcher(HotModule &module, std::string path, Options options)
-    : module_(module), path_(std::move(path)), options_(options) {
-  if (::pipe2(wake_, O_CLOEXEC) != 0)
-    wake_[0] = wake_[1] = -1;
-  if (!options_.force_polling) {
-    inotify_ = ::inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-    std::string dir = path_.substr(0, path_.rfind('/'));
-    if (path_.find('/') == std::string::npos)
-      dir = ".";
-    if (inotify_ >= 0 &&
-        ::inotify_add_watch(inotify_, dir.c_str(), IN_MOVED_TO | IN_CLOSE_WRITE | IN_CREATE) < 0) {
-      ::close(inotify_);
-      inotify_ = -1;
-    }
-  }
-  polling_ = inotify_ < 0;
-  // What the file is now, taken before the thread starts: a change made
-  // right after construction must count as a change.
-  FileId now = identify(path_);
-  seen_exists_ = now.exists;
-  seen_ino_ = now.ino;
-  seen_size_ = now.size;
-  seen_mtime_ns_ = now.mtime_ns;
-  thread_ = std::thread([this] { run(); });
-}
-
-Watcher::~Watcher() {
-  stop_ = true;
-  if (wake_[1] >= 0) {
-    char c = 0;
-    (void)!::write(wake_[1], &c, 1);
-  }
-  thread_.join();
-  for (int fd : {inotify_, wake_[0], wake_[1]})
-    if (fd >= 0)
-      ::close(fd);
-}
-
-std::optional<Error> Watcher::last_error() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return last_error_;
-}
-
-void Watcher::run() {
-  std::string base = path_.substr(path_.rfind('/') + 1);
-  FileId seen{seen_exists_, static_cast<ino_t>(seen_ino_), static_cast<off_t>(seen_size_), seen_mtime_ns_};
-  bool pending = false;
-  auto quiet_since = std::chrono::steady_clock::now();
-  while (!stop_) {
-    int timeout_ms = static_cast<int>((pending ? options_.debounce : options_.poll).count());
-    struct pollfd fds[2] = {{wake_[0], POLLIN, 0}, {inotify_, POLLIN, 0}};
-    int r = ::poll(fds, polling_ ? 1 : 2, timeout_ms);
-    if (stop_)
-      return;
-    bool changed = false;
-    if (r > 0 && !polling_ && (fds[1].revents & POLLIN)) {
-      alignas(struct inotify_event) char buf[4096];
-      ssize_t n;
-      while ((n = ::read(inotify_, buf, sizeof buf)) > 0)
-        for (char *p = buf; p < buf + n;) {
-          auto *ev = reinterpret_cast<struct inotify_event *>(p);
-          if (ev->len && base == ev->name)
-            changed = true;
-          p += sizeof(struct inotify_event) + ev->len;
-        }
-    }
-    if (polling_) {
-      FileId now = identify(path_);
-      if (now != seen) {
-        seen = now;
-        changed = true;
-      }
-    }
-    if (changed) {
-      pending = true;
-      quiet_since = std::chrono::steady_clock::now();
-      continue;
-    }
-    if (pending && std::chrono::steady_clock::now() - quiet_since >= options_.debounce) {
-      pending = false;
-      if (!identify(path_).exists)
-        continue; // removed: keep serving what we have
-      auto err = module_.reload(path_);
-      std::lock_guard<std::mutex> lock(mu_);
-      last_error_ = err;
-      (err ? failures_ : reloads_).fetch_add(1);
-    }
-  }
 }
 
 } // namespace hotlink::loader

@@ -328,27 +328,17 @@ public:
   };
   Watcher(HotModule &module, std::string path, Options options);
   ~Watcher(); // stops and joins
+  Watcher(const Watcher &) = delete;
+  Watcher &operator=(const Watcher &) = delete;
 
-  std::uint64_t reloads() const { return reloads_.load(); }   // succeeded
-  std::uint64_t failures() const { return failures_.load(); } // refused
+  std::uint64_t reloads() const;  // succeeded
+  std::uint64_t failures() const; // refused
   std::optional<Error> last_error() const;
-  bool polling() const { return polling_; }
+  bool polling() const;
 
 private:
-  void run();
-  HotModule &module_;
-  std::string path_;
-  Options options_;
-  std::atomic<bool> stop_{false};
-  std::atomic<std::uint64_t> reloads_{0}, failures_{0};
-  mutable std::mutex mu_;
-  std::optional<Error> last_error_;
-  int inotify_ = -1, wake_[2] = {-1, -1};
-  bool polling_ = false;
-  bool seen_exists_ = false; // the file's identity at construction
-  unsigned long long seen_ino_ = 0, seen_size_ = 0;
-  long long seen_mtime_ns_ = 0;
-  std::thread thread_;
+  struct Impl; // loader/watcher.cpp, over the host's notification (watcher_linux.cpp)
+  std::unique_ptr<Impl> impl_;
 };
 
 } // namespace hotlink::loader
