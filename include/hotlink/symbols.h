@@ -1,4 +1,6 @@
-// Reading objects, archives and linked artifacts with LLVM Object.
+// Reading objects, archives and linked artifacts: objects and archives
+// with LLVM Object (in the linker module), linked artifacts as
+// read_artifact says.
 //
 // Contract: every reader takes bytes plus a display name (used in errors),
 // accepts any of ELF, COFF (incl. /bigobj), Mach-O and wasm, and never
@@ -90,7 +92,9 @@ struct HOTLINK_API ArtifactInfo {
 // Reads a linked artifact (ELF .so, PE DLL, Mach-O dylib, wasm module) and
 // lists what it exports: ELF defined dynamic symbols, the PE export
 // directory, the Mach-O export trie (names keep their leading '_'), wasm
-// exports.
+// exports. ELF and PE images of a CPU are read by the runtime itself;
+// anything else by LLVM's reader in the linker module, loaded on that first
+// need (a runtime built without LLVM, as on Windows, refuses it by name).
 HOTLINK_API Expected<ArtifactInfo> read_artifact(const void *data, std::size_t size,
                                      const std::string &name);
 
