@@ -18,7 +18,7 @@ constexpr unsigned kShtSymtab = 2, kShtStrtab = 3, kShtDynamic = 6, kShtDynsym =
 constexpr std::int64_t kDtNull = 0, kDtNeeded = 1, kDtStrtab = 5, kDtSymtab = 6, kDtStrsz = 10;
 constexpr unsigned kSttObject = 1, kSttFunc = 2, kSttSection = 3, kSttFile = 4;
 constexpr unsigned kStbLocal = 0, kStbWeak = 2;
-constexpr unsigned kEmX86 = 3, kEmX86_64 = 62, kEmAArch64 = 183, kEmCuda = 190, kEmAmdgpu = 224;
+constexpr unsigned kEmX86 = 3, kEmIamcu = 6, kEmX86_64 = 62, kEmAArch64 = 183;
 constexpr unsigned kNtGnuBuildId = 3;
 
 struct Segment {
@@ -128,15 +128,12 @@ public:
     return n;
   }
 
-  // A symbol's name; a section symbol without one is named by its section.
+  // A symbol's name, from its table's string table.
   Expected<std::string> symbol_name(const Sym &s, std::pair<std::uint64_t, std::uint64_t> strtab) const {
     if (s.name >= strtab.second)
       return damaged(name_, "a symbol's name lies past the end of its string table");
     bool found = false;
-    std::string_view n = b_.c_string(strtab.first + s.name, strtab.first + strtab.second, found);
-    if (n.empty() && s.type == kSttSection)
-      return section_name(s.shndx);
-    return std::string(n);
+    return std::string(b_.c_string(strtab.first + s.name, strtab.first + strtab.second, found));
   }
 
   // The file offset that the virtual address maps to, through the PT_LOAD
@@ -250,7 +247,9 @@ private:
 exports::Arch arch_of(const Elf &elf) {
   switch (elf.machine()) {
   case kEmX86_64: return exports::Arch::X86_64;
-  case kEmX86: return exports::Arch::X86;
+  case kEmX86:
+  case kEmIamcu: // Intel MCU: i386 code, as LLVM names it
+    return exports::Arch::X86;
   case kEmAArch64: return exports::Arch::AArch64;
   default: return exports::Arch::Unknown;
   }
@@ -272,6 +271,8 @@ std::optional<Error> dynamic_symbols(const Elf &elf, const std::string &name, ex
     return strtab.take_error();
   for (std::uint64_t i = 1; i < *n; ++i) { // 0 is the null symbol
     Sym s = elf.symbol(*dynsym, i);
+    if (s.type == kSttSection)
+      continue; // names no export or import
     auto nm = elf.symbol_name(s, *strtab);
     if (!nm)
       return nm.take_error();

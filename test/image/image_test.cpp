@@ -73,6 +73,53 @@ TEST(ImageElf, AGlibcSharedObjectReadsAsLlvmReadsIt) {
   EXPECT_FALSE(info.build_id.empty()) << "a link as clang -shared makes it has a build-id";
 }
 
+// The section headers' entry for the first section of `type`: its file
+// offset and size (Elf64_Shdr's sh_offset at 24, sh_size at 32).
+std::pair<std::uint64_t, std::uint64_t> section_of_type(const Bytes &elf, std::uint32_t type) {
+  std::uint64_t shoff;
+  std::uint16_t shentsize, shnum;
+  std::memcpy(&shoff, &elf[40], 8);
+  std::memcpy(&shentsize, &elf[58], 2);
+  std::memcpy(&shnum, &elf[60], 2);
+  for (std::uint16_t i = 0; i < shnum; ++i) {
+    const std::uint8_t *sh = &elf[shoff + std::size_t(i) * shentsize];
+    std::uint32_t t;
+    std::memcpy(&t, sh + 4, 4);
+    if (t == type) {
+      std::uint64_t off, size;
+      std::memcpy(&off, sh + 24, 8);
+      std::memcpy(&size, sh + 32, 8);
+      return {off, size};
+    }
+  }
+  return {0, 0};
+}
+
+// A section symbol names no export or import. One in the dynamic symbol
+// table, undefined and unnamed, is skipped by both readers (LLVM named it
+// by a section header it read past the table's end: found by fuzz_images).
+TEST(ImageElf, AnUndefinedSectionSymbolIsNeitherImportNorExport) {
+  std::string source = std::string(kKernel) + "#include <stdio.h>\nvoid say(void) { puts(\"hi\"); }\n";
+  Bytes so = link_for("x86_64-linux-gnu", test::compile_c("x86_64-linux-gnu", source, {"-fPIC"}), "section-symbol.so");
+  ASSERT_TRUE(has(read_both(so, "before.so").imports, "puts"));
+  auto [off, size] = section_of_type(so, 11); // SHT_DYNSYM
+  ASSERT_GT(size, 24u);
+  bool patched = false;
+  for (std::uint64_t at = off + 24; at + 24 <= off + size; at += 24) { // Elf64_Sym: st_info at 4, st_shndx at 6
+    std::uint16_t shndx;
+    std::memcpy(&shndx, &so[at + 6], 2);
+    if (shndx != 0 || patched)
+      continue;
+    std::memset(&so[at], 0, 4); // st_name: none
+    so[at + 4] = 3;             // STB_LOCAL, STT_SECTION
+    patched = true;
+  }
+  ASSERT_TRUE(patched);
+  exports::ArtifactInfo info = read_both(so, "after.so");
+  EXPECT_FALSE(has(info.exports, "") || has(info.imports, ""));
+  EXPECT_TRUE(has(info.exports, "f"));
+}
+
 TEST(ImageElf, HotlinkLinkedImagesOfEachCpuReadAsLlvmReadsThem) {
   for (const char *target : {"x86_64-linux-gnu", "aarch64-linux-gnu"}) {
     SCOPED_TRACE(target);
