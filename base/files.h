@@ -61,4 +61,23 @@ std::optional<FileError> write_file_atomically(const std::string &path, const vo
 std::optional<FileError> read_file(const std::string &path, std::vector<std::uint8_t> &out,
                                    std::uint64_t most = UINT64_MAX);
 
+// What a file is now, to tell that it changed (a Watcher polls it): on
+// POSIX its inode, size and mtime (ns); on Windows its size and last
+// write time (100 ns). Two identities differ when the file was replaced
+// or rewritten.
+struct FileIdentity {
+  bool exists = false;
+  unsigned long long inode = 0, size = 0;
+  long long mtime_ns = 0;
+  bool operator!=(const FileIdentity &o) const {
+    return exists != o.exists || inode != o.inode || size != o.size || mtime_ns != o.mtime_ns;
+  }
+};
+FileIdentity identify_file(const std::string &path);
+
+// The file's mode ("0644") when its group or others may read or write it;
+// nullopt when only its owner may, or where this is not known (Windows:
+// its ACL is not read).
+std::optional<std::string> open_to_others(const std::string &path);
+
 } // namespace hotlink::base

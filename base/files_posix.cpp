@@ -117,4 +117,25 @@ std::optional<FileError> write_file_atomically(const std::string &path, const vo
   return std::nullopt;
 }
 
+FileIdentity identify_file(const std::string &path) {
+  FileIdentity id;
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0) {
+    id.exists = true;
+    id.inode = st.st_ino;
+    id.size = static_cast<unsigned long long>(st.st_size);
+    id.mtime_ns = static_cast<long long>(st.st_mtim.tv_sec) * 1000000000LL + st.st_mtim.tv_nsec;
+  }
+  return id;
+}
+
+std::optional<std::string> open_to_others(const std::string &path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0 || !(st.st_mode & 077))
+    return std::nullopt;
+  char mode[8];
+  std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+  return std::string(mode);
+}
+
 } // namespace hotlink::base

@@ -105,4 +105,18 @@ std::optional<FileError> write_file_atomically(const std::string &path, const vo
   return std::nullopt;
 }
 
+FileIdentity identify_file(const std::string &path) {
+  FileIdentity id;
+  WIN32_FILE_ATTRIBUTE_DATA a;
+  if (!GetFileAttributesExW(widen(path).c_str(), GetFileExInfoStandard, &a))
+    return id;
+  id.exists = true;
+  id.size = (static_cast<unsigned long long>(a.nFileSizeHigh) << 32) | a.nFileSizeLow;
+  id.mtime_ns = static_cast<long long>((static_cast<unsigned long long>(a.ftLastWriteTime.dwHighDateTime) << 32) |
+                                       a.ftLastWriteTime.dwLowDateTime) * 100;
+  return id;
+}
+
+std::optional<std::string> open_to_others(const std::string &) { return std::nullopt; }
+
 } // namespace hotlink::base

@@ -9,25 +9,11 @@
 
 namespace hotlink {
 
-namespace {
-
-std::string directory_of(const std::string &path) {
-#if defined(_WIN32)
-  std::size_t slash = path.find_last_of("/\\");
-#else
-  std::size_t slash = path.rfind('/');
-#endif
-  return slash == std::string::npos ? "." : path.substr(0, slash);
-}
-
-} // namespace
-
 std::vector<std::string> own_module_candidates(const OwnModule &m) {
   if (const char *env = std::getenv(m.env.c_str()); env && *env)
     return {env};
   std::vector<std::string> dirs;
-  if (std::string file = host::file_of_code(m.anchor); !file.empty()) {
-    std::string here = directory_of(file);
+  if (std::string here = host::directory_of_code(m.anchor); !here.empty()) {
     dirs.push_back(here);
     dirs.push_back(here + "/../lib");
   }

@@ -7,9 +7,9 @@
 
 namespace hotlink::host {
 
-// The file of the library or program whose code holds `address`; "" when
-// it is not known (or not an absolute path).
-std::string file_of_code(const void *address);
+// The directory of the library or program whose code holds `address`;
+// "" when it is not known (or not an absolute path).
+std::string directory_of_code(const void *address);
 
 bool file_exists(const std::string &path);
 

@@ -6,11 +6,12 @@
 
 namespace hotlink::host {
 
-std::string file_of_code(const void *address) {
+std::string directory_of_code(const void *address) {
   Dl_info info;
-  if (address && ::dladdr(address, &info) && info.dli_fname && *info.dli_fname == '/')
-    return info.dli_fname;
-  return {};
+  if (!address || !::dladdr(address, &info) || !info.dli_fname || *info.dli_fname != '/')
+    return {};
+  std::string file = info.dli_fname;
+  return file.substr(0, file.rfind('/'));
 }
 
 bool file_exists(const std::string &path) {

@@ -255,35 +255,49 @@ exports::Arch arch_of(const Elf &elf) {
   }
 }
 
-// The dynamic symbols: defined ones are exports, undefined non-weak ones
-// imports.
-std::optional<Error> dynamic_symbols(const Elf &elf, const std::string &name, exports::ArtifactInfo &info) {
-  const Section *dynsym = elf.first_of_type(kShtDynsym);
-  if (!dynsym)
+// Calls `each(symbol, name, unit)` for each symbol of the first section
+// of `table_type` (SHT_SYMTAB or SHT_DYNSYM) but the null one. A section
+// symbol comes with no name (its string is not read: it names nothing to
+// export or pair). In .symtab, STT_FILE entries are not passed: `unit` is
+// the one before the symbol.
+template <class F> std::optional<Error> each_symbol(const Elf &elf, std::uint32_t table_type, F each) {
+  const Section *table = elf.first_of_type(table_type);
+  if (!table)
     return std::nullopt;
-  auto n = elf.symbol_count(*dynsym);
+  auto n = elf.symbol_count(*table);
   if (!n)
     return n.take_error();
   if (*n < 2)
     return std::nullopt;
-  auto strtab = elf.string_table(*dynsym);
+  auto strtab = elf.string_table(*table);
   if (!strtab)
     return strtab.take_error();
-  for (std::uint64_t i = 1; i < *n; ++i) { // 0 is the null symbol
-    Sym s = elf.symbol(*dynsym, i);
-    if (s.type == kSttSection)
-      continue; // names no export or import
-    auto nm = elf.symbol_name(s, *strtab);
+  std::string unit;
+  for (std::uint64_t i = 1; i < *n; ++i) {
+    Sym s = elf.symbol(*table, i);
+    Expected<std::string> nm = s.type == kSttSection ? std::string() : elf.symbol_name(s, *strtab);
     if (!nm)
       return nm.take_error();
-    if (nm->empty())
-      continue;
-    if (s.shndx != 0)
-      info.exports.push_back(std::move(*nm));
-    else if (s.binding != kStbWeak)
-      info.imports.push_back(std::move(*nm));
+    if (s.type == kSttFile && table_type == kShtSymtab)
+      unit = std::move(*nm);
+    else if (auto e = each(s, std::move(*nm), unit))
+      return e;
   }
   return std::nullopt;
+}
+
+// The dynamic symbols: defined ones are exports, undefined non-weak ones
+// imports.
+std::optional<Error> dynamic_symbols(const Elf &elf, exports::ArtifactInfo &info) {
+  return each_symbol(elf, kShtDynsym, [&](const Sym &s, std::string nm, const std::string &) -> std::optional<Error> {
+    if (nm.empty())
+      return std::nullopt; // a section symbol, or unnamed
+    if (s.shndx != 0)
+      info.exports.push_back(std::move(nm));
+    else if (s.binding != kStbWeak)
+      info.imports.push_back(std::move(nm));
+    return std::nullopt;
+  });
 }
 
 // The GNU build-id note, in the PT_NOTE segments.
@@ -397,35 +411,6 @@ Expected<std::vector<bool>> code_sections(const Elf &elf) {
   return code;
 }
 
-// Calls `each(symbol, name, unit)` for each symbol of the symbol table
-// (.symtab) but the null one and STT_FILE entries; `unit` is the file
-// entry before it.
-template <class F> std::optional<Error> each_symbol(const Elf &elf, F each) {
-  const Section *symtab = elf.first_of_type(kShtSymtab);
-  if (!symtab)
-    return std::nullopt;
-  auto n = elf.symbol_count(*symtab);
-  if (!n)
-    return n.take_error();
-  if (*n < 2)
-    return std::nullopt;
-  auto strtab = elf.string_table(*symtab);
-  if (!strtab)
-    return strtab.take_error();
-  std::string unit;
-  for (std::uint64_t i = 1; i < *n; ++i) {
-    Sym s = elf.symbol(*symtab, i);
-    auto nm = elf.symbol_name(s, *strtab);
-    if (!nm)
-      return nm.take_error();
-    if (s.type == kSttFile)
-      unit = std::move(*nm);
-    else if (auto e = each(s, std::move(*nm), unit))
-      return e;
-  }
-  return std::nullopt;
-}
-
 Expected<Elf> open_elf(const void *data, std::size_t size, const std::string &name) {
   if (image::kind_of(data, size) != Kind::Elf)
     return make_error(ErrorCode::InvalidInput, "is not an ELF image of a CPU", name);
@@ -453,7 +438,7 @@ Expected<std::vector<DataObject>> read_elf_objects(const void *data, std::size_t
   std::vector<DataObject> out;
   if (!any)
     return out;
-  auto e = each_symbol(*elf, [&](const Sym &s, std::string nm, const std::string &unit) -> std::optional<Error> {
+  auto e = each_symbol(*elf, kShtSymtab, [&](const Sym &s, std::string nm, const std::string &unit) -> std::optional<Error> {
     if (s.type == kSttObject && s.shndx < in_section.size() && in_section[s.shndx])
       out.push_back({std::move(nm), s.binding == kStbLocal ? unit : std::string(), s.value, s.size});
     return std::nullopt;
@@ -480,7 +465,7 @@ Expected<Functions> read_elf_functions(const void *data, std::size_t size, const
     if ((*code)[i])
       bounds.push_back(elf.sections()[i].addr + elf.sections()[i].size);
   std::map<std::uint64_t, std::size_t> at_address; // address -> index in out.functions
-  auto e = each_symbol(elf, [&](const Sym &s, std::string nm, const std::string &unit) -> std::optional<Error> {
+  auto e = each_symbol(elf, kShtSymtab, [&](const Sym &s, std::string nm, const std::string &unit) -> std::optional<Error> {
     if (in_code(s))
       bounds.push_back(s.value);
     bool local = s.binding == kStbLocal;
@@ -519,7 +504,7 @@ Expected<exports::ArtifactInfo> read_elf(const void *data, std::size_t size, con
   info.kind = elf.type() == 1   ? exports::FileKind::Object
               : elf.type() == 2 ? exports::FileKind::Executable
                                 : exports::FileKind::SharedObject;
-  if (auto e = dynamic_symbols(elf, name, info))
+  if (auto e = dynamic_symbols(elf, info))
     return std::move(*e);
   if (elf.wide()) {
     if (auto e = build_id(elf, name, info))

@@ -1,52 +1,17 @@
 // Watcher (hotlink/hot_module.h): one loop on every host. A change is a
 // notification from the host (watcher.h) or, when polling, a different
-// identity of the file (its inode, size and mtime); a reload starts once
+// identity of the file (base::identify_file); a reload starts once
 // `debounce` has passed without another change.
 #include "hotlink/hot_module.h"
 #include "loader/watcher.h"
 
+#include "base/files.h"
+
 #include <condition_variable>
-#include <filesystem>
-#include <sys/stat.h>
 
 namespace hotlink::loader {
 
-namespace {
-
-struct FileId {
-  bool exists = false;
-  unsigned long long ino = 0, size = 0;
-  long long mtime_ns = 0;
-  bool operator!=(const FileId &o) const {
-    return exists != o.exists || ino != o.ino || size != o.size || mtime_ns != o.mtime_ns;
-  }
-};
-
-FileId identify(const std::string &path) {
-  FileId id;
-#if defined(_WIN32) // no inode; the modification time, to 100 ns
-  std::error_code ec;
-  std::filesystem::path p(path);
-  auto size = std::filesystem::file_size(p, ec);
-  if (ec)
-    return id;
-  auto when = std::filesystem::last_write_time(p, ec);
-  id.exists = !ec;
-  id.size = size;
-  id.mtime_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(when.time_since_epoch()).count();
-#else
-  struct stat st;
-  if (::stat(path.c_str(), &st) == 0) {
-    id.exists = true;
-    id.ino = st.st_ino;
-    id.size = static_cast<unsigned long long>(st.st_size);
-    id.mtime_ns = static_cast<long long>(st.st_mtim.tv_sec) * 1000000000LL + st.st_mtim.tv_nsec;
-  }
-#endif
-  return id;
-}
-
-} // namespace
+using base::FileIdentity;
 
 struct Watcher::Impl {
   HotModule &module;
@@ -58,7 +23,7 @@ struct Watcher::Impl {
   mutable std::mutex mu; // last_error, and the polling loop's sleep
   std::condition_variable stopping;
   std::optional<Error> last_error;
-  FileId seen; // the file's identity at construction: a change right after it counts
+  FileIdentity seen; // the file's identity at construction: a change right after it counts
   std::thread thread;
 
   Impl(HotModule &m, std::string p, Options o) : module(m), path(std::move(p)), options(o) {}
@@ -71,7 +36,7 @@ struct Watcher::Impl {
       std::unique_lock<std::mutex> lock(mu);
       stopping.wait_for(lock, timeout, [&] { return stop.load(); });
     }
-    FileId now = identify(path);
+    FileIdentity now = base::identify_file(path);
     if (!(now != seen))
       return false;
     seen = now;
@@ -92,7 +57,7 @@ struct Watcher::Impl {
       }
       if (pending && std::chrono::steady_clock::now() - quiet_since >= options.debounce) {
         pending = false;
-        if (!identify(path).exists)
+        if (!base::identify_file(path).exists)
           continue; // removed: keep serving what we have
         auto err = module.reload(path);
         std::lock_guard<std::mutex> lock(mu);
@@ -107,7 +72,7 @@ Watcher::Watcher(HotModule &module, std::string path, Options options)
     : impl_(std::make_unique<Impl>(module, std::move(path), options)) {
   if (!options.force_polling)
     impl_->notifier = file_notifier(impl_->path);
-  impl_->seen = identify(impl_->path);
+  impl_->seen = base::identify_file(impl_->path);
   impl_->thread = std::thread([this] { impl_->run(); });
 }
 

@@ -14,8 +14,6 @@
 
 #include <filesystem>
 
-#include <sys/stat.h>
-
 namespace hotlink::signature {
 
 namespace json = base::json;
@@ -146,20 +144,12 @@ Expected<SecretKey> read_secret_key(const std::string &path) {
   if (text->compare(0, std::strlen(kPublicTag) + 1, std::string(kPublicTag) + " ") == 0)
     return key_error(path, "is a public key, not a signing key",
                      "pass the secret key file (KEY, not KEY.pub) that `hotlink keygen -o KEY` wrote");
-#if !defined(_WIN32) // on Windows, the file's ACL is not checked (docs/limits.md)
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0)
-    return key_error(path, std::string("cannot read the signing key: ") + std::strerror(errno));
-  if (st.st_mode & 077) {
+  if (auto mode = base::open_to_others(path)) { // not known on Windows (docs/limits.md)
     crypto::wipe(text.value().data(), text.value().size());
-    char mode[8];
-    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
-    return key_error(path, std::string("the signing key is accessible to its group or others (mode ") +
-                               mode + ")",
+    return key_error(path, "the signing key is accessible to its group or others (mode " + *mode + ")",
                      "whoever reads it can sign code every consumer will load: chmod 600 " + path +
                          ", and make a new key if others may have copied it");
   }
-#endif
   std::string t = text.value();
   crypto::wipe(text.value().data(), text.value().size());
   while (!t.empty() && (t.back() == '\n' || t.back() == '\r'))
