@@ -95,6 +95,8 @@ void handler(int sig, siginfo_t *info, void *ctx) {
     Guard &g = t_guards[--t_depth]; // disarmed: the jump leaves the call
     Fault *r = &t_fault;
     r->signal = sig;
+    r->name = sig == SIGSEGV ? "SIGSEGV" : sig == SIGBUS ? "SIGBUS" : sig == SIGILL ? "SIGILL" : "SIGFPE";
+    r->memory = sig == SIGSEGV || sig == SIGBUS;
     r->address = reinterpret_cast<std::uintptr_t>(info->si_addr);
     Walk w{r, interrupted_pc(ctx), false};
     r->frames[0] = w.pc;

@@ -33,6 +33,11 @@ namespace hotlink::base {
 // Where a guarded call faulted.
 struct Fault {
   int signal = 0;             // 0: the call returned
+  // The host's name of it: "SIGSEGV", or on Windows the exception's
+  // ("EXCEPTION_INT_DIVIDE_BY_ZERO"); `memory`: an access to an address
+  // (SIGSEGV, SIGBUS, an access violation), which `address` names.
+  const char *name = "";
+  bool memory = false;
   std::uintptr_t address = 0; // the address the fault names (si_addr)
   // frames[0] is the faulting instruction; then the return addresses of
   // the calls it was inside, innermost first, as far as the unwinder finds

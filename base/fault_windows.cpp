@@ -59,6 +59,26 @@ int signal_of(DWORD code) {
   }
 }
 
+const char *name_of(DWORD code) {
+  switch (code) {
+  case EXCEPTION_ACCESS_VIOLATION: return "EXCEPTION_ACCESS_VIOLATION";
+  case EXCEPTION_IN_PAGE_ERROR: return "EXCEPTION_IN_PAGE_ERROR";
+  case EXCEPTION_ARRAY_BOUNDS_EXCEEDED: return "EXCEPTION_ARRAY_BOUNDS_EXCEEDED";
+  case EXCEPTION_DATATYPE_MISALIGNMENT: return "EXCEPTION_DATATYPE_MISALIGNMENT";
+  case EXCEPTION_ILLEGAL_INSTRUCTION: return "EXCEPTION_ILLEGAL_INSTRUCTION";
+  case EXCEPTION_PRIV_INSTRUCTION: return "EXCEPTION_PRIV_INSTRUCTION";
+  case EXCEPTION_INT_DIVIDE_BY_ZERO: return "EXCEPTION_INT_DIVIDE_BY_ZERO";
+  case EXCEPTION_INT_OVERFLOW: return "EXCEPTION_INT_OVERFLOW";
+  case EXCEPTION_FLT_DIVIDE_BY_ZERO: return "EXCEPTION_FLT_DIVIDE_BY_ZERO";
+  case EXCEPTION_FLT_INVALID_OPERATION: return "EXCEPTION_FLT_INVALID_OPERATION";
+  case EXCEPTION_FLT_OVERFLOW: return "EXCEPTION_FLT_OVERFLOW";
+  case EXCEPTION_FLT_UNDERFLOW: return "EXCEPTION_FLT_UNDERFLOW";
+  case EXCEPTION_FLT_INEXACT_RESULT: return "EXCEPTION_FLT_INEXACT_RESULT";
+  case EXCEPTION_FLT_DENORMAL_OPERAND: return "EXCEPTION_FLT_DENORMAL_OPERAND";
+  default: return "EXCEPTION_FLT_STACK_CHECK";
+  }
+}
+
 [[noreturn, gnu::noinline]] void land() { __builtin_longjmp(t_landing->jump, 1); }
 
 // The faulting instruction, then the return addresses of the calls it was
@@ -92,6 +112,9 @@ LONG CALLBACK handler(EXCEPTION_POINTERS *e) {
   Fault &r = t_fault;
   r = Fault{};
   r.signal = sig;
+  r.name = name_of(e->ExceptionRecord->ExceptionCode);
+  r.memory = e->ExceptionRecord->ExceptionCode == EXCEPTION_ACCESS_VIOLATION ||
+             e->ExceptionRecord->ExceptionCode == EXCEPTION_IN_PAGE_ERROR;
   r.address = e->ExceptionRecord->ExceptionCode == EXCEPTION_ACCESS_VIOLATION &&
                       e->ExceptionRecord->NumberParameters >= 2
                   ? static_cast<std::uintptr_t>(e->ExceptionRecord->ExceptionInformation[1])

@@ -7,6 +7,10 @@
 
 namespace hotlink::host {
 
+// The file of the library or program whose code holds `address`; "" when
+// no image holds it.
+std::string file_of_code(const void *address);
+
 // The directory of the library or program whose code holds `address`;
 // "" when it is not known (or not an absolute path).
 std::string directory_of_code(const void *address);

@@ -6,12 +6,16 @@
 
 namespace hotlink::host {
 
-std::string directory_of_code(const void *address) {
+std::string file_of_code(const void *address) {
   Dl_info info;
-  if (!address || !::dladdr(address, &info) || !info.dli_fname || *info.dli_fname != '/')
+  if (!address || !::dladdr(address, &info) || !info.dli_fname)
     return {};
-  std::string file = info.dli_fname;
-  return file.substr(0, file.rfind('/'));
+  return info.dli_fname;
+}
+
+std::string directory_of_code(const void *address) {
+  std::string file = file_of_code(address);
+  return file.empty() || file[0] != '/' ? std::string() : file.substr(0, file.rfind('/'));
 }
 
 bool file_exists(const std::string &path) {

@@ -4,7 +4,7 @@
 
 namespace hotlink::host {
 
-std::string directory_of_code(const void *address) {
+std::string file_of_code(const void *address) {
   HMODULE module = nullptr;
   if (!address || !GetModuleHandleExW(GET_MODULE_HANDLE_EX_FLAG_FROM_ADDRESS | GET_MODULE_HANDLE_EX_FLAG_UNCHANGED_REFCOUNT,
                                       static_cast<LPCWSTR>(address), &module))
@@ -14,7 +14,11 @@ std::string directory_of_code(const void *address) {
   if (n == 0 || n >= path.size())
     return {};
   path.resize(n);
-  std::string file = base::narrow(path);
+  return base::narrow(path);
+}
+
+std::string directory_of_code(const void *address) {
+  std::string file = file_of_code(address);
   std::size_t slash = file.find_last_of("/\\");
   return slash == std::string::npos ? std::string() : file.substr(0, slash);
 }

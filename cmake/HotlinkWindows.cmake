@@ -19,6 +19,8 @@ add_subdirectory(base)
 add_subdirectory(exports)
 add_subdirectory(trust)
 add_subdirectory(image)
+add_subdirectory(verify)
+add_subdirectory(loader)
 
 option(HOTLINK_BUILD_TESTS "Build the GoogleTest suites (run under Wine)" ON)
 if(HOTLINK_BUILD_TESTS)

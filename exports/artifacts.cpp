@@ -160,6 +160,38 @@ std::optional<Error> coff_exports(const COFFObjectFile &c, std::size_t size, con
   return std::nullopt;
 }
 
+// PE: the import directory, as image/pe.cpp lists it ("DLL!name",
+// "DLL!#N"): the DLLs in `needed`, each symbol from the lookup table (the
+// address table when there is none).
+std::optional<Error> coff_imports(const COFFObjectFile &c, const std::string &name, ArtifactInfo &info) {
+  for (const ImportDirectoryEntryRef &d : c.import_directories()) {
+    StringRef dll;
+    if (llvm::Error err = d.getName(dll))
+      return corrupt_table(name, std::move(err));
+    info.needed.push_back(dll.str());
+    std::uint32_t lookup = 0;
+    if (llvm::Error err = d.getImportLookupTableRVA(lookup))
+      return corrupt_table(name, std::move(err));
+    for (const ImportedSymbolRef &s : lookup ? d.lookup_table_symbols() : d.imported_symbols()) {
+      bool by_ordinal = false;
+      if (llvm::Error err = s.isOrdinal(by_ordinal))
+        return corrupt_table(name, std::move(err));
+      if (by_ordinal) {
+        std::uint16_t ordinal = 0;
+        if (llvm::Error err = s.getOrdinal(ordinal))
+          return corrupt_table(name, std::move(err));
+        info.imports.push_back(dll.str() + "!#" + std::to_string(ordinal));
+        continue;
+      }
+      StringRef sym;
+      if (llvm::Error err = s.getSymbolName(sym))
+        return corrupt_table(name, std::move(err));
+      info.imports.push_back(dll.str() + "!" + sym.str());
+    }
+  }
+  return std::nullopt;
+}
+
 // A cubin (ELF for EM_CUDA, loaded by the CUDA driver as a module): no
 // dynamic symbols; its kernels and device functions are the global
 // functions of its symbol table, and an undefined global is what the link
@@ -193,6 +225,8 @@ std::optional<Error> table_of(const ObjectFile &obj, std::size_t size, const std
     if (auto *e64 = dyn_cast<ELF64LEObjectFile>(&obj))
       return elf_notes_and_needed(e64->getELFFile(), name, info);
   } else if (auto *c = dyn_cast<COFFObjectFile>(&obj)) {
+    if (auto err = coff_imports(*c, name, info))
+      return err;
     return coff_exports(*c, size, name, info);
   } else if (auto *m = dyn_cast<MachOObjectFile>(&obj)) {
     llvm::Error err = llvm::Error::success();

@@ -46,6 +46,54 @@ std::optional<std::uint64_t> rva_offset(const std::vector<PeSection> &sections, 
   return std::nullopt;
 }
 
+// The import directory (data directory 1): each imported DLL in `needed`,
+// in the directory's order, and each of its symbols in `imports` as
+// "DLL!name", or "DLL!#N" for one imported by ordinal N. Bound by a lookup
+// table of PE32 (4-byte) or PE32+ (8-byte) entries, ending at a zero one.
+std::optional<Error> read_imports(const Bytes &b, const std::vector<PeSection> &sections, std::uint64_t rva,
+                                  bool plus, const std::string &name, exports::ArtifactInfo &info) {
+  auto dir = rva_offset(sections, b, rva);
+  if (!dir)
+    return damaged(name, "its import directory lies outside its sections");
+  const unsigned entry = plus ? 8 : 4;
+  const std::uint64_t ordinal_flag = plus ? 1ull << 63 : 1ull << 31;
+  bool ok = true;
+  // Each descriptor takes 20 bytes of the file, each lookup entry 4 or 8:
+  // a directory cannot hold more than that, and is refused, not walked.
+  for (std::uint64_t at = *dir;; at += 20) {
+    if (!b.has(at, 20))
+      return damaged(name, "its import directory runs past the end of the file");
+    std::uint64_t lookup = b.u(at, 4, ok), dll_rva = b.u(at + 12, 4, ok), thunks = b.u(at + 16, 4, ok);
+    if (lookup == 0 && dll_rva == 0 && thunks == 0)
+      return std::nullopt;
+    auto dll_at = rva_offset(sections, b, dll_rva);
+    bool ended = false;
+    std::string_view dll = dll_at ? b.c_string(*dll_at, b.size(), ended) : std::string_view();
+    if (!ended || dll.empty())
+      return damaged(name, "an imported DLL's name lies outside the file");
+    info.needed.emplace_back(dll);
+    auto table = rva_offset(sections, b, lookup ? lookup : thunks);
+    if (!table)
+      return damaged(name, "the import table of " + std::string(dll) + " lies outside its sections");
+    for (std::uint64_t t = *table;; t += entry) {
+      if (!b.has(t, entry))
+        return damaged(name, "the import table of " + std::string(dll) + " runs past the end of the file");
+      std::uint64_t e = b.u(t, entry, ok);
+      if (e == 0)
+        break;
+      if (e & ordinal_flag) {
+        info.imports.push_back(std::string(dll) + "!#" + std::to_string(e & 0xffff));
+        continue;
+      }
+      auto hint = rva_offset(sections, b, e & 0x7fffffff);
+      std::string_view symbol = hint ? b.c_string(*hint + 2, b.size(), ended) : std::string_view();
+      if (!hint || !ended || symbol.empty())
+        return damaged(name, "a name imported from " + std::string(dll) + " lies outside the file");
+      info.imports.push_back(std::string(dll) + "!" + std::string(symbol));
+    }
+  }
+}
+
 } // namespace
 
 Expected<exports::ArtifactInfo> read_pe(const void *data, std::size_t size, const std::string &name) {
@@ -78,6 +126,10 @@ Expected<exports::ArtifactInfo> read_pe(const void *data, std::size_t size, cons
     std::uint64_t at = table + i * 40;
     sections[i] = {b.u(at + 12, 4, ok), b.u(at + 8, 4, ok), b.u(at + 16, 4, ok), b.u(at + 20, 4, ok)};
   }
+  std::uint64_t import_rva = ndirs > 1 ? b.u(dirs + 8, 4, ok) : 0;
+  if (import_rva != 0)
+    if (auto err = read_imports(b, sections, import_rva, plus, name, info))
+      return *err;
   std::uint64_t export_rva = ndirs > 0 ? b.u(dirs, 4, ok) : 0;
   if (export_rva == 0)
     return info;

@@ -1,15 +1,10 @@
 #include "hotlink/hot_module.h"
 #include "loader/module_version.h"
 #include "base/fault_signals.h"
+#include "base/own_module_host.h"
 
 #include <algorithm>
-#include <cerrno>
-#include <csetjmp>
-#include <csignal>
 #include <cstring>
-#include <dlfcn.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 namespace hotlink::loader {
 
@@ -403,7 +398,7 @@ struct HotModule::Blame {
   int frame = -1;                         // which frame was theirs: 0, the faulting instruction
 };
 
-HotModule::Blame HotModule::blame_locked(int signal, std::uintptr_t address, const std::uintptr_t *frames,
+HotModule::Blame HotModule::blame_locked(bool memory, std::uintptr_t address, const std::uintptr_t *frames,
                                          int count) const {
   // Newest first: an address range a later mapping reuses is the later one's.
   auto gone = [&](std::uintptr_t a) -> const Unmapped * {
@@ -422,7 +417,7 @@ HotModule::Blame HotModule::blame_locked(int signal, std::uintptr_t address, con
   // An access to what an unmapped version held (its vtable, its code)
   // through a pointer that outlived it: that version, whoever's code
   // followed the pointer.
-  if ((signal == SIGSEGV || signal == SIGBUS) && !mapped(address))
+  if (memory && !mapped(address))
     if ((b.unmapped = gone(address))) {
       b.frame = within(b.unmapped->ranges, frames[0]) ? 0 : 1;
       return b;
@@ -440,18 +435,12 @@ HotModule::Blame HotModule::blame_locked(int signal, std::uintptr_t address, con
 
 namespace {
 
-std::string signal_name(int sig) {
-  return sig == SIGSEGV ? "SIGSEGV" : sig == SIGBUS ? "SIGBUS" : sig == SIGILL ? "SIGILL" : "SIGFPE";
-}
-
 // The shared object holding `address`, for a fault outside the module.
 std::string object_of(std::uintptr_t address) {
-  Dl_info info;
-  if (dladdr(reinterpret_cast<void *>(address), &info) && info.dli_fname && *info.dli_fname) {
-    std::string f = info.dli_fname;
-    return f.substr(f.rfind('/') + 1);
-  }
-  return "code outside any loaded image";
+  std::string f = host::file_of_code(reinterpret_cast<const void *>(address));
+  if (f.empty())
+    return "code outside any loaded image";
+  return f.substr(f.find_last_of("/\\") + 1);
 }
 
 } // namespace
@@ -460,7 +449,7 @@ std::optional<Error> HotModule::call_guarded(Pin p, const std::function<void()> 
   base::Fault fault = base::run_catching_faults(call);
   if (fault.signal == 0)
     return std::nullopt;
-  const std::string name = signal_name(fault.signal);
+  const std::string name = fault.name;
   const std::uint64_t called = p.version();
   const std::string called_source = p.v_->info.source;
   // Blamed while the pin keeps the called version mapped, then released
@@ -468,7 +457,7 @@ std::optional<Error> HotModule::call_guarded(Pin p, const std::function<void()> 
   // same lock: a version published after the faulting one (by reload() on
   // another thread) is never rolled back.
   std::lock_guard<std::mutex> lock(mu_);
-  Blame b = blame_locked(fault.signal, fault.address, fault.frames, fault.frame_count);
+  Blame b = blame_locked(fault.memory, fault.address, fault.frames, fault.frame_count);
   std::uint64_t number = b.version ? b.version->info.number : b.unmapped ? b.unmapped->number : called;
   std::string source = b.version ? b.version->info.source : b.unmapped ? b.unmapped->source : called_source;
   std::string where;
@@ -481,7 +470,8 @@ std::optional<Error> HotModule::call_guarded(Pin p, const std::function<void()> 
   std::string what, outcome;
   if (b.unmapped) {
     char at[32];
-    std::snprintf(at, sizeof at, "%#lx", static_cast<unsigned long>(b.frame == 0 ? fault.frames[0] : fault.address));
+    std::snprintf(at, sizeof at, "%#llx",
+                  static_cast<unsigned long long>(b.frame == 0 ? fault.frames[0] : fault.address));
     what = "retired version " + std::to_string(number) + " (unmapped) was reached inside a guarded call into version " +
            std::to_string(called) + ": " + name + " at " + at + (b.frame == 0 ? ", in its code" : ", in its data") +
            " (a pointer that outlived it, such as an object it made)";

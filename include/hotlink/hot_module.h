@@ -266,7 +266,7 @@ private:
   // returns what faulted, rolling back where that is the current version.
   std::optional<Error> call_guarded(Pin p, const std::function<void()> &call);
   struct Blame;
-  Blame blame_locked(int signal, std::uintptr_t address, const std::uintptr_t *frames, int count) const;
+  Blame blame_locked(bool memory, std::uintptr_t address, const std::uintptr_t *frames, int count) const;
   void rollback_locked(); // previous_ is mapped; mu_ held
   Expected<int> register_entry(const std::string &name);
   Expected<std::unique_ptr<Version>> map_version(const std::vector<std::uint8_t> &bytes, const std::string &name,

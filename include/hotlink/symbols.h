@@ -84,8 +84,10 @@ struct HOTLINK_API ArtifactInfo {
   Arch arch = Arch::Unknown;
   FileKind kind = FileKind::Other;
   std::vector<std::string> exports; // names in the export table, sorted
-  std::vector<std::string> imports; // ELF: undefined non-weak dynamic symbols
-  std::vector<std::string> needed;  // ELF: DT_NEEDED libraries
+  // ELF: undefined non-weak dynamic symbols; PE: "DLL!name", or "DLL!#N"
+  // for an import by ordinal N, in the import directory's order.
+  std::vector<std::string> imports;
+  std::vector<std::string> needed;  // ELF: DT_NEEDED libraries; PE: the DLLs it imports from
   std::string build_id;             // ELF: the GNU build-id note, hex; empty without one
 };
 

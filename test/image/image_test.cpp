@@ -154,6 +154,37 @@ TEST(ImagePe, DllsOfEachWindowsTargetReadAsLlvmReadsThem) {
   }
 }
 
+// What a DLL imports, per DLL, as Windows' loader binds it: the mingw
+// runtime's imports from KERNEL32.dll and the C library's puts.
+TEST(ImagePe, ImportsAreListedByDllAsTheLoaderBindsThem) {
+  const char *target = "x86_64-w64-mingw32";
+  Bytes dll = link_for(target, test::compile_c(target, "int puts(const char *);\n"
+                                                       "int f(int x) { return puts(\"hi\") + x; }\n" HOTLINK_TEST_F_ARGV),
+                       "imports.dll");
+  exports::ArtifactInfo info = read_both(dll, "imports.dll");
+  EXPECT_TRUE(has(info.needed, "KERNEL32.dll")) << info.needed.size();
+  EXPECT_TRUE(has(info.imports, "KERNEL32.dll!GetLastError")) << info.imports.size();
+  bool puts = std::any_of(info.imports.begin(), info.imports.end(),
+                          [](const std::string &i) { return i.size() > 5 && i.compare(i.size() - 5, 5, "!puts") == 0; });
+  EXPECT_TRUE(puts);
+  for (const std::string &i : info.imports) // each names a DLL it lists
+    EXPECT_TRUE(has(info.needed, i.substr(0, i.find('!')))) << i;
+}
+
+TEST(ImagePe, ADamagedImportDirectoryIsRefusedByName) {
+  const char *target = "x86_64-w64-mingw32";
+  Bytes dll = link_for(target, test::compile_c(target, kKernel), "bad-imports.dll");
+  ASSERT_GT(dll.size(), 0x40u);
+  std::uint32_t pe;
+  std::memcpy(&pe, &dll[0x3c], 4);
+  std::uint32_t bogus = 0x7ffffff0; // data directory 1 of a PE32+ optional header
+  std::memcpy(&dll[pe + 24 + 120], &bogus, 4);
+  auto info = image::read_pe(dll.data(), dll.size(), "bad-imports.dll");
+  ASSERT_FALSE(info.ok());
+  EXPECT_EQ(info.error().input, "bad-imports.dll");
+  EXPECT_NE(info.error().message.find("import directory"), std::string::npos) << info.error().message;
+}
+
 TEST(ImagePe, ADamagedExportDirectoryIsRefusedByName) {
   Bytes dll = link_for("x86_64-pc-windows-msvc", test::compile_c("x86_64-pc-windows-msvc", kKernel), "d.dll");
   ASSERT_GT(dll.size(), 0x40u);

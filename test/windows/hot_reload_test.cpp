@@ -1,0 +1,197 @@
+// HotModule on a Windows host, under Wine, reloading DLLs the Linux build
+// linked (CMakeLists.txt): 200 reloads while 4 threads call through pins
+// give no wrong result; each refused version (wrong machine, missing entry
+// point, tampered bytes, a stranger's signature) leaves the old one serving
+// and says why; a guarded divide by zero and access violation leave the
+// process alive and name the version, which is rolled back.
+//   hot_reload_test.exe FIXTURE_DIR [gtest flags]
+#include "hotlink/hot_module.h"
+#include "hotlink/signature.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <fstream>
+#include <iterator>
+#include <thread>
+
+#define WIN32_LEAN_AND_MEAN
+#include <windows.h>
+
+using namespace hotlink;
+using loader::HotModule;
+
+namespace {
+
+std::string g_fixtures;
+
+std::vector<std::uint8_t> read_bytes(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::vector<std::uint8_t>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+std::string read_text(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+std::string fixture(const std::string &name) { return g_fixtures + "/" + name; }
+
+// The bytes with the first `from` replaced by `to` (of the same length).
+std::vector<std::uint8_t> patched(std::vector<std::uint8_t> bytes, const std::string &from, const std::string &to) {
+  auto at = std::search(bytes.begin(), bytes.end(), from.begin(), from.end());
+  EXPECT_NE(at, bytes.end()) << from;
+  if (at != bytes.end())
+    std::copy(to.begin(), to.end(), at);
+  return bytes;
+}
+
+// f(x) = 2x + 1000 in reload_a (MinGW), 2x + 2000 in reload_b (MSVC).
+int expected(std::uint64_t version, int x) { return 2 * x + (version % 2 ? 1000 : 2000); }
+
+} // namespace
+
+TEST(WindowsHotReload, TwoHundredReloadsWhileFourThreadsCallThroughPins) {
+  HotModule m;
+  auto f = m.entry<int(int)>("f");
+  ASSERT_TRUE(f) << f.error().to_string();
+  const std::vector<std::uint8_t> a = read_bytes(fixture("reload_a.dll")), b = read_bytes(fixture("reload_b.dll"));
+  ASSERT_FALSE(m.reload(a, fixture("reload_a.dll")));
+  std::atomic<bool> stop{false};
+  std::atomic<long> calls{0}, wrong{0};
+  std::vector<std::thread> callers;
+  for (int t = 0; t < 4; ++t)
+    callers.emplace_back([&, t] {
+      for (int x = t; !stop.load(); x = (x + 7) % 1000) {
+        HotModule::Pin p = m.pin();
+        int got = p.get(*f)(x);
+        if (got != expected(p.version(), x))
+          ++wrong;
+        ++calls;
+      }
+    });
+  int refused = 0;
+  for (int i = 0; i < 200; ++i) {
+    bool odd_next = (m.current()->number + 1) % 2 == 1;
+    auto err = odd_next ? m.reload(a, fixture("reload_a.dll")) : m.reload(b, fixture("reload_b.dll"));
+    refused += err.has_value();
+    m.collect();
+  }
+  stop = true;
+  for (auto &t : callers)
+    t.join();
+  EXPECT_EQ(refused, 0);
+  EXPECT_EQ(m.current()->number, 201u);
+  EXPECT_EQ(wrong.load(), 0) << "of " << calls.load() << " calls";
+  EXPECT_GT(calls.load(), 200);
+  m.collect();
+  EXPECT_EQ(m.mapped_versions(), 1u + (m.current()->number > 1)); // the current and its rollback
+  // Each version was a private copy: the published DLLs are not locked.
+  std::string copy = fixture("reload_a.copy.dll");
+  ASSERT_TRUE(CopyFileA(fixture("reload_a.dll").c_str(), copy.c_str(), FALSE));
+  ASSERT_FALSE(m.reload(copy));
+  EXPECT_TRUE(DeleteFileA(copy.c_str())) << "the reloaded DLL is locked: " << GetLastError();
+}
+
+struct Refusal {
+  const char *what;
+  std::string path;
+  std::vector<std::uint8_t> bytes;
+  VerifyOptions extra;
+  ErrorCode code;
+};
+
+TEST(WindowsHotReload, EachRefusedVersionLeavesTheOldOneServingAndSaysWhy) {
+  auto trusted = signature::read_public_key(fixture("key.pub"));
+  ASSERT_TRUE(trusted) << trusted.error().to_string();
+  HotModule m;
+  auto f = m.entry<int(int)>("f");
+  ASSERT_TRUE(f);
+  ASSERT_FALSE(m.reload(fixture("reload_b.dll")));
+  VerifyOptions signed_by_us;
+  signed_by_us.trusted_keys = {*trusted};
+  signed_by_us.statement = read_text(fixture("reload_a.dll.sig"));
+  VerifyOptions signed_by_stranger = signed_by_us;
+  signed_by_stranger.statement = read_text(fixture("reload_a.dll.stranger.sig"));
+  const std::vector<std::uint8_t> a = read_bytes(fixture("reload_a.dll"));
+  std::vector<std::uint8_t> tampered = a;
+  tampered[tampered.size() / 2] ^= 0x20;
+  // Imports that Windows' loader could not bind: a function KERNEL32.dll
+  // lacks, a DLL that is nowhere.
+  std::vector<std::uint8_t> no_function = patched(a, std::string("Sleep\0", 6), std::string("Sleeq\0", 6));
+  std::vector<std::uint8_t> no_dll = patched(a, "KERNEL32.dll", "KERNEL99.dll");
+  std::vector<Refusal> refusals = {
+      {"a DLL for i386", fixture("i686-pc-windows-msvc.dll"), {}, {}, ErrorCode::ArchMismatch},
+      {"a DLL for arm64", fixture("aarch64-pc-windows-msvc.dll"), {}, {}, ErrorCode::ArchMismatch},
+      {"a Linux shared object", fixture("x86_64-linux-gnu.so"), {}, {}, ErrorCode::FormatMismatch},
+      {"a version without f", fixture("reload_no_f.dll"), {}, {}, ErrorCode::MissingExport},
+      {"an import KERNEL32.dll lacks", fixture("reload_a.dll"), no_function, {}, ErrorCode::UnresolvedSymbol},
+      {"an import from a DLL that is nowhere", fixture("reload_a.dll"), no_dll, {}, ErrorCode::UnresolvedSymbol},
+      {"tampered bytes", fixture("reload_a.dll"), tampered, signed_by_us, ErrorCode::HashMismatch},
+      {"a stranger's signature", fixture("reload_a.dll"), {}, signed_by_stranger, ErrorCode::UntrustedSigner},
+  };
+  for (const Refusal &r : refusals) {
+    SCOPED_TRACE(r.what);
+    auto err = r.bytes.empty() ? m.reload(r.path, r.extra) : m.reload(r.bytes, r.path, r.extra);
+    ASSERT_TRUE(err.has_value());
+    EXPECT_EQ(err->code, r.code) << err->to_string();
+    EXPECT_EQ(err->input, r.path) << err->to_string();
+    if (r.code == ErrorCode::MissingExport)
+      EXPECT_EQ(err->symbol, "f");
+    if (r.bytes == no_function)
+      EXPECT_EQ(err->symbol, "KERNEL32.dll!Sleeq");
+    if (r.bytes == no_dll)
+      EXPECT_EQ(err->symbol, "KERNEL99.dll");
+    EXPECT_EQ(m.current()->number, 1u);
+    EXPECT_EQ((*f)(5), 2010) << "the old version serves";
+  }
+  // What the Linux build signed loads.
+  EXPECT_FALSE(m.reload(fixture("reload_a.dll"), signed_by_us));
+  EXPECT_EQ((*f)(5), 1010);
+}
+
+TEST(WindowsHotReload, AGuardedFaultLeavesTheProcessAliveNamesTheVersionAndRollsItBack) {
+  HotModule m;
+  auto divide = m.entry<int(int)>("divide");
+  auto peek = m.entry<int(int *)>("peek");
+  ASSERT_TRUE(divide && peek);
+  ASSERT_FALSE(m.reload(fixture("reload_a.dll")));
+  ASSERT_FALSE(m.reload(fixture("reload_b.dll")));
+  auto ok = m.guarded(*divide, 4);
+  ASSERT_TRUE(ok) << ok.error().to_string();
+  EXPECT_EQ(*ok, 50000);
+
+  auto by_zero = m.guarded(*divide, 0);
+  ASSERT_FALSE(by_zero);
+  std::string msg = by_zero.error().message;
+  EXPECT_NE(msg.find("version 2 raised EXCEPTION_INT_DIVIDE_BY_ZERO"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("rolled back to version 1"), std::string::npos) << msg;
+  EXPECT_EQ(by_zero.error().input, fixture("reload_b.dll"));
+  EXPECT_EQ(m.current()->number, 1u);
+
+  int value = 7;
+  auto fine = m.guarded(*peek, &value);
+  ASSERT_TRUE(fine);
+  EXPECT_EQ(*fine, 1007);
+  auto violation = m.guarded(*peek, static_cast<int *>(nullptr));
+  ASSERT_FALSE(violation);
+  msg = violation.error().message;
+  EXPECT_NE(msg.find("version 1 raised EXCEPTION_ACCESS_VIOLATION"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("no previous version"), std::string::npos) << msg;
+  EXPECT_EQ(m.current()->number, 1u);
+  // And the process goes on calling.
+  auto after = m.guarded(*divide, 5);
+  ASSERT_TRUE(after);
+  EXPECT_EQ(*after, 20000);
+}
+
+int main(int argc, char **argv) {
+  testing::InitGoogleTest(&argc, argv);
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: hot_reload_test FIXTURE_DIR\n");
+    return 2;
+  }
+  g_fixtures = argv[1];
+  return RUN_ALL_TESTS();
+}
