@@ -62,11 +62,12 @@ std::optional<FileError> read_file(const std::string &path, std::vector<std::uin
                                    std::uint64_t most = UINT64_MAX);
 
 // What a file is now, to tell that it changed (a Watcher polls it): on
-// POSIX its inode, size and mtime (ns); on Windows its size and last
-// write time (100 ns). Two identities differ when the file was replaced
-// or rewritten.
+// POSIX its inode, size and mtime; on Windows its size and last write
+// time (100 ns steps). mtime_ns counts from the Unix epoch on both. Two
+// identities differ when the file was replaced or rewritten.
 struct FileIdentity {
   bool exists = false;
+  bool directory = false;
   unsigned long long inode = 0, size = 0;
   long long mtime_ns = 0;
   bool operator!=(const FileIdentity &o) const {
@@ -79,5 +80,32 @@ FileIdentity identify_file(const std::string &path);
 // nullopt when only its owner may, or where this is not known (Windows:
 // its ACL is not read).
 std::optional<std::string> open_to_others(const std::string &path);
+
+// Removes the file `path`: 0 when its name is gone, else the errno. On
+// Windows a file that others hold open (FileHandle opens let them) is
+// renamed aside first (PATH.tmp-..., unique_suffix()) and deleted when the
+// last of them closes it, so the name is free at once, as unlink frees it.
+int remove_file(const std::string &path);
+
+// Makes the directory `path` for its owner alone (mode 0700 on POSIX; on
+// Windows it takes its parent's ACL): 0, or the errno (EEXIST when
+// something has the name).
+int make_directory(const std::string &path);
+
+struct DirectoryEntry {
+  std::string name;
+  bool regular = false; // a plain file (not a directory, link or device)
+  std::uint64_t size = 0;
+  std::int64_t mtime_ns = 0; // from the Unix epoch
+};
+// The entries of `dir` but "." and ".."; false, with the errno in
+// `error`, when it cannot be read.
+bool list_directory(const std::string &dir, std::vector<DirectoryEntry> &out, int &error);
+
+// Why a directory that holds code this process will load is not its
+// user's alone: "belongs to another user (uid 1001)", "is writable by its
+// group (mode 0775)"; nullopt when it is, or where this is not known
+// (Windows: its ACL is not read).
+std::optional<std::string> writable_by_others(const std::string &dir);
 
 } // namespace hotlink::base

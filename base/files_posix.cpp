@@ -122,6 +122,7 @@ FileIdentity identify_file(const std::string &path) {
   struct stat st;
   if (::stat(path.c_str(), &st) == 0) {
     id.exists = true;
+    id.directory = S_ISDIR(st.st_mode);
     id.inode = st.st_ino;
     id.size = static_cast<unsigned long long>(st.st_size);
     id.mtime_ns = static_cast<long long>(st.st_mtim.tv_sec) * 1000000000LL + st.st_mtim.tv_nsec;
@@ -136,6 +137,50 @@ std::optional<std::string> open_to_others(const std::string &path) {
   char mode[8];
   std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
   return std::string(mode);
+}
+
+int remove_file(const std::string &path) { return ::unlink(path.c_str()) == 0 ? 0 : errno; }
+
+int make_directory(const std::string &path) { return ::mkdir(path.c_str(), 0700) == 0 ? 0 : errno; }
+
+bool list_directory(const std::string &dir, std::vector<DirectoryEntry> &out, int &error) {
+  DIR *d = ::opendir(dir.c_str());
+  if (!d) {
+    error = errno;
+    return false;
+  }
+  while (dirent *e = ::readdir(d)) {
+    DirectoryEntry entry;
+    entry.name = e->d_name;
+    if (entry.name == "." || entry.name == "..")
+      continue;
+    struct stat st;
+    if (::lstat((dir + "/" + entry.name).c_str(), &st) == 0) {
+      entry.regular = S_ISREG(st.st_mode);
+      entry.size = static_cast<std::uint64_t>(st.st_size);
+      entry.mtime_ns = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+    }
+    out.push_back(std::move(entry));
+  }
+  ::closedir(d);
+  return true;
+}
+
+std::optional<std::string> writable_by_others(const std::string &dir) {
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0)
+    return std::nullopt;
+  if (st.st_uid != ::geteuid())
+    return "belongs to another user (uid " + std::to_string(st.st_uid) + ")";
+  if (!(st.st_mode & 022))
+    return std::nullopt;
+  char mode[8];
+  std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+  return std::string("is writable by ") +
+         ((st.st_mode & 020) && (st.st_mode & 002) ? "its group and by others"
+          : (st.st_mode & 020)                     ? "its group"
+                                                   : "others") +
+         " (mode " + mode + ")";
 }
 
 } // namespace hotlink::base

@@ -1,7 +1,7 @@
 // base/files.h on Windows: UTF-8 paths as UTF-16 for the Win32 file API,
-// MoveFileExW for the atomic publish (the Windows runtime, issue 51). The
-// descriptor-based helpers (write_all, read_exact, same_file) are POSIX
-// only: the Windows modules that need them are still to come.
+// MoveFileExW for the atomic publish and for removal. The descriptor-based
+// helpers (write_all, read_exact, same_file) are POSIX only: shared code
+// reads and writes through base/file_handle.h.
 #include "base/files.h"
 
 #include <cerrno>
@@ -11,37 +11,15 @@
 
 namespace hotlink::base {
 
-namespace {
-
-// The errno that says what GetLastError() says, for FileError.
-int errno_of(DWORD e) {
-  switch (e) {
-  case ERROR_FILE_NOT_FOUND:
-  case ERROR_PATH_NOT_FOUND:
-  case ERROR_INVALID_DRIVE: return ENOENT;
-  case ERROR_ACCESS_DENIED:
-  case ERROR_SHARING_VIOLATION:
-  case ERROR_LOCK_VIOLATION: return EACCES;
-  case ERROR_FILE_EXISTS:
-  case ERROR_ALREADY_EXISTS: return EEXIST;
-  case ERROR_DISK_FULL:
-  case ERROR_HANDLE_DISK_FULL: return ENOSPC;
-  case ERROR_FILENAME_EXCED_RANGE: return ENAMETOOLONG;
-  default: return EIO;
-  }
-}
-
-} // namespace
-
 std::optional<FileError> read_file(const std::string &path, std::vector<std::uint8_t> &out, std::uint64_t most) {
   HANDLE h = CreateFileW(widen(path).c_str(), GENERIC_READ, FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE,
                          nullptr, OPEN_EXISTING, FILE_ATTRIBUTE_NORMAL, nullptr);
   if (h == INVALID_HANDLE_VALUE)
-    return FileError{"cannot read", errno_of(GetLastError()), path};
+    return FileError{"cannot read", errno_of_windows(GetLastError()), path};
   std::optional<FileError> failed;
   LARGE_INTEGER size;
   if (!GetFileSizeEx(h, &size)) {
-    failed = FileError{"cannot read", errno_of(GetLastError()), path};
+    failed = FileError{"cannot read", errno_of_windows(GetLastError()), path};
   } else if (static_cast<std::uint64_t>(size.QuadPart) > most) {
     failed = FileError{"cannot read", EFBIG, path};
   } else {
@@ -50,7 +28,7 @@ std::optional<FileError> read_file(const std::string &path, std::vector<std::uin
     while (done < out.size() && !failed) {
       DWORD chunk = static_cast<DWORD>(std::min<std::size_t>(out.size() - done, 1u << 30)), got = 0;
       if (!ReadFile(h, out.data() + done, chunk, &got, nullptr))
-        failed = FileError{"cannot read", errno_of(GetLastError()), path};
+        failed = FileError{"cannot read", errno_of_windows(GetLastError()), path};
       else if (got == 0)
         failed = FileError{"cannot read", EIO, path}; // shorter than its size said
       done += got;
@@ -74,7 +52,7 @@ std::optional<FileError> write_file_atomically(const std::string &path, const vo
   HANDLE h = CreateFileW(wtemp.c_str(), GENERIC_WRITE, FILE_SHARE_DELETE, nullptr, CREATE_NEW, FILE_ATTRIBUTE_NORMAL,
                          nullptr);
   if (h == INVALID_HANDLE_VALUE)
-    return FileError{"cannot create", errno_of(GetLastError()), temp};
+    return FileError{"cannot create", errno_of_windows(GetLastError()), temp};
   const auto *p = static_cast<const std::uint8_t *>(data);
   bool ok = true;
   DWORD e = 0;
@@ -90,7 +68,7 @@ std::optional<FileError> write_file_atomically(const std::string &path, const vo
     if (how.lock)
       CloseHandle(h);
     DeleteFileW(wtemp.c_str());
-    return FileError{"cannot write", errno_of(e), path};
+    return FileError{"cannot write", errno_of_windows(e), path};
   }
   // Without MOVEFILE_REPLACE_EXISTING an existing path is refused, as
   // link() refuses it on POSIX.
@@ -100,10 +78,20 @@ std::optional<FileError> write_file_atomically(const std::string &path, const vo
     CloseHandle(h);
   if (!moved) {
     DeleteFileW(wtemp.c_str());
-    return FileError{how.replace ? "cannot rename into place" : "cannot create", errno_of(e), path};
+    return FileError{how.replace ? "cannot rename into place" : "cannot create", errno_of_windows(e), path};
   }
   return std::nullopt;
 }
+
+namespace {
+
+// FILETIME counts 100 ns steps from 1601; hotlink's times count ns from 1970.
+std::int64_t unix_ns(const FILETIME &t) {
+  std::int64_t ticks = static_cast<std::int64_t>((static_cast<std::uint64_t>(t.dwHighDateTime) << 32) | t.dwLowDateTime);
+  return (ticks - 116444736000000000LL) * 100;
+}
+
+} // namespace
 
 FileIdentity identify_file(const std::string &path) {
   FileIdentity id;
@@ -111,12 +99,50 @@ FileIdentity identify_file(const std::string &path) {
   if (!GetFileAttributesExW(widen(path).c_str(), GetFileExInfoStandard, &a))
     return id;
   id.exists = true;
+  id.directory = (a.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY) != 0;
   id.size = (static_cast<unsigned long long>(a.nFileSizeHigh) << 32) | a.nFileSizeLow;
-  id.mtime_ns = static_cast<long long>((static_cast<unsigned long long>(a.ftLastWriteTime.dwHighDateTime) << 32) |
-                                       a.ftLastWriteTime.dwLowDateTime) * 100;
+  id.mtime_ns = unix_ns(a.ftLastWriteTime);
   return id;
 }
 
 std::optional<std::string> open_to_others(const std::string &) { return std::nullopt; }
+
+// A file others hold open with FILE_SHARE_DELETE can be renamed but, once
+// deleted, keeps its name until they close it: renamed aside first, its
+// name is free at once.
+int remove_file(const std::string &path) {
+  std::wstring aside = widen(path + unique_suffix());
+  if (!MoveFileExW(widen(path).c_str(), aside.c_str(), 0))
+    return errno_of_windows(GetLastError());
+  DeleteFileW(aside.c_str());
+  return 0;
+}
+
+int make_directory(const std::string &path) {
+  return CreateDirectoryW(widen(path).c_str(), nullptr) ? 0 : errno_of_windows(GetLastError());
+}
+
+bool list_directory(const std::string &dir, std::vector<DirectoryEntry> &out, int &error) {
+  WIN32_FIND_DATAW f;
+  HANDLE h = FindFirstFileW(widen(dir + "/*").c_str(), &f);
+  if (h == INVALID_HANDLE_VALUE) {
+    error = errno_of_windows(GetLastError());
+    return false;
+  }
+  do {
+    DirectoryEntry e;
+    e.name = narrow(f.cFileName);
+    if (e.name == "." || e.name == "..")
+      continue;
+    e.regular = !(f.dwFileAttributes & (FILE_ATTRIBUTE_DIRECTORY | FILE_ATTRIBUTE_REPARSE_POINT | FILE_ATTRIBUTE_DEVICE));
+    e.size = (static_cast<std::uint64_t>(f.nFileSizeHigh) << 32) | f.nFileSizeLow;
+    e.mtime_ns = unix_ns(f.ftLastWriteTime);
+    out.push_back(std::move(e));
+  } while (FindNextFileW(h, &f));
+  FindClose(h);
+  return true;
+}
+
+std::optional<std::string> writable_by_others(const std::string &) { return std::nullopt; }
 
 } // namespace hotlink::base

@@ -33,15 +33,7 @@ bool file_exists(const std::string &path) {
 void *load_library(const std::string &path, std::string &why) {
   HMODULE m = LoadLibraryExW(base::widen(path).c_str(), nullptr, LOAD_WITH_ALTERED_SEARCH_PATH);
   if (!m) {
-    DWORD code = GetLastError();
-    wchar_t *msg = nullptr;
-    FormatMessageW(FORMAT_MESSAGE_ALLOCATE_BUFFER | FORMAT_MESSAGE_FROM_SYSTEM | FORMAT_MESSAGE_IGNORE_INSERTS, nullptr,
-                   code, 0, reinterpret_cast<wchar_t *>(&msg), 0, nullptr);
-    why = msg ? base::narrow(msg) : "LoadLibraryExW failed with error " + std::to_string(code);
-    if (msg)
-      LocalFree(msg);
-    while (!why.empty() && (why.back() == '\n' || why.back() == '\r' || why.back() == ' '))
-      why.pop_back();
+    why = base::system_message(GetLastError());
   }
   return reinterpret_cast<void *>(m);
 }

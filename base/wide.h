@@ -1,7 +1,9 @@
 // Internal, Windows only. Paths and messages cross the Win32 API as
-// UTF-16; hotlink's strings are UTF-8.
+// UTF-16; hotlink's strings are UTF-8. And what a Win32 error code says,
+// as a message and as the errno hotlink's file errors carry.
 #pragma once
 
+#include <cerrno>
 #include <string>
 
 #include <windows.h>
@@ -26,6 +28,38 @@ inline std::string narrow(const std::wstring &w) {
   if (n > 0)
     WideCharToMultiByte(CP_UTF8, 0, w.data(), static_cast<int>(w.size()), s.data(), n, nullptr, nullptr);
   return s;
+}
+
+// The system's message for a GetLastError() code, on one line.
+inline std::string system_message(DWORD code) {
+  wchar_t *msg = nullptr;
+  FormatMessageW(FORMAT_MESSAGE_ALLOCATE_BUFFER | FORMAT_MESSAGE_FROM_SYSTEM | FORMAT_MESSAGE_IGNORE_INSERTS, nullptr,
+                 code, 0, reinterpret_cast<wchar_t *>(&msg), 0, nullptr);
+  std::string s = msg ? narrow(msg) : "error " + std::to_string(code);
+  if (msg)
+    LocalFree(msg);
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ' || s.back() == '.'))
+    s.pop_back();
+  return s;
+}
+
+// The errno that says what a GetLastError() code says.
+inline int errno_of_windows(DWORD e) {
+  switch (e) {
+  case ERROR_FILE_NOT_FOUND:
+  case ERROR_PATH_NOT_FOUND:
+  case ERROR_INVALID_DRIVE: return ENOENT;
+  case ERROR_ACCESS_DENIED:
+  case ERROR_SHARING_VIOLATION:
+  case ERROR_LOCK_VIOLATION: return EACCES;
+  case ERROR_FILE_EXISTS:
+  case ERROR_ALREADY_EXISTS: return EEXIST;
+  case ERROR_DISK_FULL:
+  case ERROR_HANDLE_DISK_FULL: return ENOSPC;
+  case ERROR_FILENAME_EXCED_RANGE: return ENAMETOOLONG;
+  case ERROR_DIR_NOT_EMPTY: return ENOTEMPTY;
+  default: return EIO;
+  }
 }
 
 } // namespace hotlink::base

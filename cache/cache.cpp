@@ -28,56 +28,41 @@ Error unsafe(const std::string &dir, const std::string &why) {
 }
 
 // The directory, made (0700, with its parents) when missing and `create`.
-std::optional<Error> make_directory(const Config &config, struct stat &st) {
+std::optional<Error> make_directory(const Config &config) {
   const std::string &dir = config.dir;
-  if (::stat(dir.c_str(), &st) == 0)
+  if (base::identify_file(dir).exists)
     return std::nullopt;
-  if (errno != ENOENT)
-    return make_error(ErrorCode::CacheError, "cannot stat: " + errno_text(errno), dir);
   if (!config.create)
     return make_error(ErrorCode::InputNotFound, "no cache directory here", dir, {},
                       "check the path; a cache is made by the first link that uses it "
                       "(hotlink link --cache DIR)");
-  std::filesystem::path parent = std::filesystem::path(dir).parent_path();
+  std::filesystem::path parent = std::filesystem::u8path(dir).parent_path();
   std::error_code ec;
   if (!parent.empty() && (std::filesystem::create_directories(parent, ec), ec))
     return make_error(ErrorCode::CacheError, "cannot create the parent directory: " + ec.message(), dir, {},
                       "choose a directory you can create");
-  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
-    return make_error(ErrorCode::CacheError, "cannot create: " + errno_text(errno), dir, {},
+  if (int e = base::make_directory(dir); e != 0 && e != EEXIST)
+    return make_error(ErrorCode::CacheError, "cannot create: " + errno_text(e), dir, {},
                       "choose a directory you can create");
-  if (::stat(dir.c_str(), &st) != 0)
-    return make_error(ErrorCode::CacheError, "cannot stat: " + errno_text(errno), dir);
   return std::nullopt;
 }
 
-// A directory, this user's, that nobody else can write to.
-std::optional<Error> check_private(const std::string &dir, const struct stat &st) {
-  if (!S_ISDIR(st.st_mode))
+std::optional<Error> check_private(const std::string &dir) {
+  if (!base::identify_file(dir).directory)
     return make_error(ErrorCode::CacheError, "is not a directory", dir, {}, "name a directory for the cache");
-  if (st.st_uid != ::geteuid())
-    return unsafe(dir, "the cache directory belongs to another user (uid " + std::to_string(st.st_uid) + ")");
-  if (st.st_mode & 022) {
-    char mode[8];
-    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
-    return unsafe(dir, std::string("the cache directory is writable by ") +
-                           ((st.st_mode & 020) && (st.st_mode & 002) ? "its group and by others"
-                            : (st.st_mode & 020)                     ? "its group"
-                                                                     : "others") +
-                           " (mode " + mode + ")");
-  }
+  if (auto why = base::writable_by_others(dir))
+    return unsafe(dir, "the cache directory " + *why);
   return std::nullopt;
 }
 
 bool is_empty_directory(const std::string &dir, bool &empty) {
-  DIR *d = ::opendir(dir.c_str());
-  if (!d)
+  std::vector<base::DirectoryEntry> entries;
+  int error = 0;
+  if (!base::list_directory(dir, entries, error)) {
+    errno = error;
     return false;
-  empty = true;
-  while (dirent *e = ::readdir(d))
-    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0)
-      empty = false;
-  ::closedir(d);
+  }
+  empty = entries.empty();
   return true;
 }
 
@@ -90,7 +75,7 @@ bool is_empty_directory(const std::string &dir, bool &empty) {
 std::optional<Error> Cache::Impl::claim_directory() {
   const std::string &dir = cfg.dir;
   std::string marker = dir + "/" + kMarker;
-  if (::access(marker.c_str(), F_OK) == 0)
+  if (base::identify_file(marker).exists)
     return std::nullopt;
   if (!cfg.create)
     return make_error(ErrorCode::InputNotFound,
@@ -103,23 +88,22 @@ std::optional<Error> Cache::Impl::claim_directory() {
   // hotlink creates the marker before any other file, so a directory that
   // has files has the marker unless it is not a cache: look again, since
   // another process may have made it one since the first look.
-  if (!empty && ::access(marker.c_str(), F_OK) != 0)
+  if (!empty && !base::identify_file(marker).exists)
     return make_error(ErrorCode::CacheError,
                       "is not empty and is not a hotlink cache (it has no '" + std::string(kMarker) + "' file)",
                       dir, {},
                       "choose a new or empty directory: hotlink never prunes or clears "
                       "files it did not create");
-  int fd = empty ? ::open(marker.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600) : -1;
-  if (fd < 0 && empty && errno != EEXIST)
-    return make_error(ErrorCode::CacheError, "cannot create: " + errno_text(errno), marker, {},
-                      "check the cache directory's permissions");
-  if (fd < 0)
+  if (!empty)
     return std::nullopt;
+  // Never replaced: of two processes claiming the directory, one writes it.
   std::string text = "hotlink cache, format " + std::to_string(kFormat) + "\n";
-  bool written = base::write_all(fd, text.data(), text.size());
-  ::close(fd);
-  if (!written)
-    return make_error(ErrorCode::CacheError, "cannot write: " + errno_text(errno), marker);
+  base::AtomicWrite once;
+  once.replace = false;
+  if (auto failed = base::write_file_atomically(marker, text.data(), text.size(), once))
+    if (failed->errnum != EEXIST)
+      return make_error(ErrorCode::CacheError, failed->to_string(), marker, {},
+                        "check the cache directory's permissions");
   std::string tag = "Signature: 8a477f597d28d172789f06886806bc55\n"
                     "# This directory is a hotlink cache; backup tools may skip it.\n";
   return write_atomic(dir + "/CACHEDIR.TAG", tag.data(), tag.size());
@@ -161,11 +145,11 @@ std::optional<Error> Cache::Impl::connect() {
 
 // The counters' files.
 std::optional<Error> Cache::Impl::open_counters() {
-  for (auto [name, fd] : {std::pair{"/usage", &usage_fd}, std::pair{"/stats", &stats_fd}}) {
+  for (auto [name, fd] : {std::pair{"/usage", &usage_file}, std::pair{"/stats", &stats_file}}) {
     std::string p = cfg.dir + name;
-    *fd = Fd(::open(p.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+    *fd = FileHandle::open(p, FileHandle::Access::ReadWrite);
     if (!*fd)
-      return make_error(ErrorCode::CacheError, "cannot open: " + errno_text(errno), p, {},
+      return make_error(ErrorCode::CacheError, "cannot open: " + errno_text(fd->error()), p, {},
                         "check the cache directory's permissions (a read-only cache "
                         "cannot be used)");
   }
@@ -177,16 +161,15 @@ Expected<std::shared_ptr<Cache>> Cache::open(Config config) {
     return make_error(ErrorCode::BadRequest, "no cache directory given", {}, "--cache",
                       "name a directory for the cache");
   std::error_code ec;
-  std::string abs = std::filesystem::absolute(config.dir, ec).string();
+  std::string abs = std::filesystem::absolute(std::filesystem::u8path(config.dir), ec).u8string();
   if (ec)
     return make_error(ErrorCode::CacheError, "cannot make the path absolute: " + ec.message(), config.dir);
-  while (abs.size() > 1 && abs.back() == '/')
+  while (abs.size() > 1 && (abs.back() == '/' || abs.back() == '\\') && abs[abs.size() - 2] != ':')
     abs.pop_back();
   config.dir = abs;
-  struct stat st;
-  if (auto err = make_directory(config, st))
+  if (auto err = make_directory(config))
     return std::move(*err);
-  if (auto err = check_private(config.dir, st))
+  if (auto err = check_private(config.dir))
     return std::move(*err);
   auto impl = std::make_unique<Impl>();
   impl->cfg = std::move(config);
@@ -200,9 +183,9 @@ Expected<std::shared_ptr<Cache>> Cache::open(Config config) {
   // Pruned at least hourly by whoever opens it: limits hold, and the
   // temporaries and partial entries of killed processes are collected,
   // even when no store ever exceeds a limit.
-  struct stat ps;
-  std::string plock = cache->config().dir + "/prune.lock";
-  if (::stat(plock.c_str(), &ps) != 0 || std::time(nullptr) - ps.st_mtim.tv_sec > kAutoPruneInterval.count())
+  base::FileIdentity pruned = base::identify_file(cache->config().dir + "/prune.lock");
+  auto now = std::chrono::system_clock::now().time_since_epoch();
+  if (!pruned.exists || now - std::chrono::nanoseconds(pruned.mtime_ns) > kAutoPruneInterval)
     cache->prune();
   return cache;
 }
@@ -220,7 +203,7 @@ Lookup Cache::lookup(const Key &key) {
     return l;
   // Kept locally, under the key's lock like any store.
   bool over = false;
-  Fd lock;
+  FileHandle lock;
   if (I.ensure_shard(key) || !I.lock_file(I.file(key, kLock), I.deadline(), lock)) {
     l.warnings.push_back("the artifact from the remote cache was not stored locally: cannot "
                          "take the entry's lock");
@@ -246,13 +229,13 @@ std::optional<Error> Cache::store(const Key &key, const Artifact &artifact) {
   }
   bool over = false;
   {
-    Fd lock;
+    FileHandle lock;
     errno = 0;
     if (!I.lock_file(I.file(key, kLock), I.deadline(), lock)) {
       I.count(kStoreErrors);
       return make_error(ErrorCode::CacheError,
                         "cannot take the entry's lock: " +
-                            std::string(errno ? errno_text(errno) : "timed out"),
+                            std::string(errno && errno != ETIMEDOUT ? errno_text(errno) : "timed out"),
                         I.file(key, kLock), {}, "check the cache directory");
     }
     std::string text = I.manifest_text(make_manifest(key, artifact));
@@ -287,7 +270,7 @@ Expected<Fetched> Cache::get_or_build(const Key &key, const Producer &produce) {
 
   // One builder per key: whoever holds the lock builds; the others wait,
   // then find the entry. A lock whose owner died is free (flock).
-  Fd lock;
+  FileHandle lock;
   bool locked = false;
   if (auto err = I.ensure_shard(key)) {
     f.warnings.push_back(err->to_string());
@@ -353,7 +336,7 @@ PruneReport Cache::prune(const std::optional<Limits> &limits) {
   Impl &I = *impl_;
   Limits lim = limits ? *limits : I.cfg.limits;
   PruneReport r;
-  Fd plock;
+  FileHandle plock;
   if (!I.lock_file(I.cfg.dir + "/prune.lock", {}, plock, /*nonblocking=*/true)) {
     // Another process is pruning now; it will enforce the limits.
     auto [bytes, entries] = I.usage(0, 0);
@@ -363,7 +346,7 @@ PruneReport Cache::prune(const std::optional<Limits> &limits) {
   }
   // Records when the directory was last pruned (open() prunes when that is
   // long ago, so that what killed processes left does not pile up).
-  ::futimens(plock.get(), nullptr);
+  (void)plock.touch();
   std::vector<std::string> temporaries;
   std::vector<Impl::Scanned> keys = I.scan(temporaries);
   I.clean(keys, temporaries, r);

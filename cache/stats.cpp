@@ -18,10 +18,10 @@ std::pair<std::uint64_t, std::uint64_t> Cache::Impl::usage(std::int64_t dbytes, 
                                                 bool set) const {
   std::uint64_t v[2] = {0, 0};
   std::lock_guard<std::mutex> guard(file_mu);
-  int fd = usage_fd.get();
-  if (::flock(fd, LOCK_EX) != 0)
+  FileHandle &f = usage_file;
+  if (!f.lock(FileHandle::Lock::Exclusive))
     return {0, 0};
-  if (::pread(fd, v, sizeof v, 0) != static_cast<ssize_t>(sizeof v))
+  if (f.read_at(v, sizeof v, 0) != static_cast<long long>(sizeof v))
     v[0] = v[1] = 0;
   if (set) {
     v[0] = static_cast<std::uint64_t>(dbytes);
@@ -34,8 +34,8 @@ std::pair<std::uint64_t, std::uint64_t> Cache::Impl::usage(std::int64_t dbytes, 
     v[1] = add(v[1], dentries);
   }
   if (dbytes != 0 || dentries != 0 || set)
-    (void)!::pwrite(fd, v, sizeof v, 0);
-  ::flock(fd, LOCK_UN);
+    (void)f.write_at(v, sizeof v, 0);
+  f.unlock();
   return {v[0], v[1]};
 }
 
@@ -49,18 +49,18 @@ std::optional<Error> Cache::Impl::flush() {
   if (std::all_of(std::begin(d), std::end(d), [](std::uint64_t x) { return x == 0; }))
     return std::nullopt;
   std::lock_guard<std::mutex> guard(file_mu);
-  int fd = stats_fd.get();
-  if (::flock(fd, LOCK_EX) != 0)
-    return make_error(ErrorCode::CacheError, "cannot lock the stats file: " + errno_text(errno),
+  FileHandle &f = stats_file;
+  if (!f.lock(FileHandle::Lock::Exclusive))
+    return make_error(ErrorCode::CacheError, "cannot lock the stats file: " + errno_text(f.error()),
                       cfg.dir + "/stats");
   std::uint64_t v[kStatCount];
-  read_counters(fd, v);
+  read_counters(f, v);
   for (int i = 0; i < kStatCount; ++i)
     v[i] += d[i];
-  bool ok = ::pwrite(fd, v, sizeof v, 0) == static_cast<ssize_t>(sizeof v);
-  ::flock(fd, LOCK_UN);
+  bool ok = f.write_at(v, sizeof v, 0);
+  f.unlock();
   if (!ok)
-    return make_error(ErrorCode::CacheError, "cannot write the stats file: " + errno_text(errno),
+    return make_error(ErrorCode::CacheError, "cannot write the stats file: " + errno_text(f.error()),
                       cfg.dir + "/stats");
   return std::nullopt;
 }
@@ -71,10 +71,10 @@ Stats Cache::stats() const {
   std::uint64_t v[kStatCount] = {};
   {
     std::lock_guard<std::mutex> guard(I.file_mu);
-    int fd = I.stats_fd.get();
-    if (::flock(fd, LOCK_SH) == 0) {
-      read_counters(fd, v);
-      ::flock(fd, LOCK_UN);
+    FileHandle &f = I.stats_file;
+    if (f.lock(FileHandle::Lock::Shared)) {
+      read_counters(f, v);
+      f.unlock();
     }
   }
   {

@@ -15,17 +15,21 @@ std::chrono::steady_clock::time_point Cache::Impl::deadline() const {
 }
 
 bool Cache::Impl::lock_file(const std::string &path, std::chrono::steady_clock::time_point deadline,
-                 Fd &out, bool nonblocking) const {
+                 FileHandle &out, bool nonblocking) const {
   for (;;) {
-    Fd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
-    if (!fd)
+    FileHandle f = FileHandle::open(path, FileHandle::Access::ReadWrite);
+    if (!f) {
+      errno = f.error();
       return false;
-    bool got = nonblocking ? ::flock(fd.get(), LOCK_EX | LOCK_NB) == 0
-                           : flock_until(fd.get(), LOCK_EX, deadline);
-    if (!got)
+    }
+    bool got = nonblocking ? f.try_lock(FileHandle::Lock::Exclusive)
+                           : f.lock_until(FileHandle::Lock::Exclusive, deadline);
+    if (!got) {
+      errno = f.error();
       return false;
-    if (base::same_file(fd.get(), path)) {
-      out = std::move(fd);
+    }
+    if (f.names(path)) {
+      out = std::move(f);
       return true;
     }
   }
@@ -33,8 +37,8 @@ bool Cache::Impl::lock_file(const std::string &path, std::chrono::steady_clock::
 
 std::optional<Error> Cache::Impl::ensure_shard(const Key &k) const {
   std::string s = shard(k);
-  if (::mkdir(s.c_str(), 0700) != 0 && errno != EEXIST)
-    return make_error(ErrorCode::CacheError, "cannot create a shard directory: " + errno_text(errno),
+  if (int e = base::make_directory(s); e != 0 && e != EEXIST)
+    return make_error(ErrorCode::CacheError, "cannot create a shard directory: " + errno_text(e),
                       s, {}, "check the cache directory's permissions and free space");
   return std::nullopt;
 }
@@ -55,38 +59,37 @@ std::optional<Error> Cache::Impl::write_atomic(const std::string &path, const vo
 Cache::Impl::Removal Cache::Impl::remove_entry(const Key &k, bool wait, std::uint64_t *freed,
                        bool key_locked) const {
   std::string m = file(k, kManifest);
-  Fd fd(::open(m.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd)
+  FileHandle f = FileHandle::open(m, FileHandle::Access::Read);
+  if (!f)
     return Removal::Gone;
-  return remove_locked(k, fd, wait, freed, key_locked);
+  return remove_locked(k, f, wait, freed, key_locked);
 }
 
-Cache::Impl::Removal Cache::Impl::remove_locked(const Key &k, Fd &fd, bool wait, std::uint64_t *freed,
+Cache::Impl::Removal Cache::Impl::remove_locked(const Key &k, FileHandle &fd, bool wait, std::uint64_t *freed,
                         bool key_locked) const {
   std::string m = file(k, kManifest);
-  Fd key_lock;
+  FileHandle key_lock;
   if (!key_locked && !lock_file(file(k, kLock), deadline(), key_lock, /*nonblocking=*/!wait))
     return Removal::InUse; // a builder is replacing it
-  bool got = wait ? flock_until(fd.get(), LOCK_EX, deadline())
-                  : ::flock(fd.get(), LOCK_EX | LOCK_NB) == 0;
+  bool got = wait ? fd.lock_until(FileHandle::Lock::Exclusive, deadline())
+                  : fd.try_lock(FileHandle::Lock::Exclusive);
   if (!got)
     return Removal::InUse;
-  if (!base::same_file(fd.get(), m))
+  if (!fd.names(m))
     return Removal::Gone;
   std::uint64_t size = 0;
-  struct stat st;
-  if (::fstat(fd.get(), &st) == 0)
-    size += static_cast<std::uint64_t>(st.st_size);
-  if (::unlink(m.c_str()) != 0)
+  (void)fd.size(size);
+  if (base::remove_file(m) != 0)
     return Removal::InUse; // e.g. a read-only directory: still there
   std::vector<const char *> files = {kArtifact};
   for (const Companion &c : kCompanions)
     files.push_back(c.ext);
   for (const char *ext : files) {
     std::string p = file(k, ext);
-    if (::stat(p.c_str(), &st) == 0)
-      size += static_cast<std::uint64_t>(st.st_size);
-    ::unlink(p.c_str());
+    base::FileIdentity id = base::identify_file(p);
+    if (id.exists)
+      size += id.size;
+    base::remove_file(p);
   }
   usage(-static_cast<std::int64_t>(size), -1);
   if (freed)
@@ -110,14 +113,14 @@ std::string Cache::Impl::check_signed(const std::string &text, Manifest &m, cons
   return {};
 }
 
-std::string Cache::Impl::read_entry(const Key &k, int fd, Entry &e, bool *refused) const {
-  struct stat st;
-  if (::fstat(fd, &st) != 0)
+std::string Cache::Impl::read_entry(const Key &k, const FileHandle &manifest, Entry &e, bool *refused) const {
+  std::uint64_t msize = 0;
+  if (!manifest.size(msize))
     return "cannot stat the manifest";
-  if (static_cast<std::uint64_t>(st.st_size) > kMaxManifestBytes)
+  if (msize > kMaxManifestBytes)
     return "manifest is implausibly large";
   std::vector<std::uint8_t> mbytes;
-  if (!base::read_exact(fd, mbytes, static_cast<std::uint64_t>(st.st_size)))
+  if (!manifest.read_all(mbytes, msize))
     return "cannot read the manifest";
   e.statement.assign(mbytes.begin(), mbytes.end());
   std::string why = decode_manifest(e.statement, e.manifest);
@@ -136,14 +139,14 @@ std::string Cache::Impl::read_entry(const Key &k, int fd, Entry &e, bool *refuse
   auto read_checked = [&](const char *ext, std::uint64_t size, const std::string &hash,
                           std::vector<std::uint8_t> &out) -> std::string {
     std::string p = file(k, ext);
-    Fd f(::open(p.c_str(), O_RDONLY | O_CLOEXEC));
+    FileHandle f = FileHandle::open(p, FileHandle::Access::Read);
     if (!f)
       return std::string(ext + 1) + " file is missing";
-    struct stat fs;
-    if (::fstat(f.get(), &fs) != 0 || static_cast<std::uint64_t>(fs.st_size) != size)
+    std::uint64_t fsize = 0;
+    if (!f.size(fsize) || fsize != size)
       return std::string(ext + 1) + " file has the wrong size (" +
-             std::to_string(fs.st_size) + " bytes, manifest says " + std::to_string(size) + ")";
-    if (!base::read_exact(f.get(), out, size))
+             std::to_string(fsize) + " bytes, manifest says " + std::to_string(size) + ")";
+    if (!f.read_all(out, size))
       return std::string("cannot read the ") + (ext + 1) + " file";
     if (trust::blake3_hex(out.data(), out.size()) != hash)
       return std::string(ext + 1) + " file's BLAKE3 does not match the manifest";
@@ -173,21 +176,19 @@ Lookup Cache::Impl::find(const Key &k, bool touch, bool key_locked) {
   Lookup out;
   std::string m = file(k, kManifest);
   for (int attempt = 0; attempt < 4; ++attempt) {
-    Fd fd(::open(m.c_str(), O_RDONLY | O_CLOEXEC));
+    FileHandle fd = FileHandle::open(m, FileHandle::Access::Read);
     if (!fd)
       return out; // no entry
-    if (::flock(fd.get(), LOCK_SH) != 0)
+    if (!fd.lock(FileHandle::Lock::Shared))
       return out;
-    if (!base::same_file(fd.get(), m))
+    if (!fd.names(m))
       continue; // removed or replaced while we waited: look again
     Entry e;
     bool refused = false;
-    std::string why = read_entry(k, fd.get(), e, &refused);
+    std::string why = read_entry(k, fd, e, &refused);
     if (why.empty()) {
-      if (touch) {
-        struct timespec times[2] = {{0, UTIME_OMIT}, {0, UTIME_NOW}};
-        ::futimens(fd.get(), times);
-      }
+      if (touch)
+        (void)fd.touch();
       out.entry = std::move(e);
       return out;
     }
@@ -201,35 +202,31 @@ Lookup Cache::Impl::find(const Key &k, bool touch, bool key_locked) {
 
 std::vector<Cache::Impl::Scanned> Cache::Impl::scan(std::vector<std::string> &old_temporaries) const {
   std::map<std::string, Scanned> keys;
-  auto now = std::chrono::system_clock::now();
-  DIR *top = ::opendir(cfg.dir.c_str());
-  if (!top)
+  std::int64_t now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+  std::vector<base::DirectoryEntry> top;
+  int error = 0;
+  if (!base::list_directory(cfg.dir, top, error))
     return {};
-  std::vector<std::string> shards;
-  while (dirent *d = ::readdir(top)) {
-    std::string n = d->d_name;
-    if (n.size() == 2 && std::isxdigit(static_cast<unsigned char>(n[0])) &&
-        std::isxdigit(static_cast<unsigned char>(n[1])))
-      shards.push_back(n);
-  }
-  ::closedir(top);
-  for (const std::string &s : shards) {
-    std::string sdir = cfg.dir + "/" + s;
-    DIR *dd = ::opendir(sdir.c_str());
-    if (!dd)
+  for (const base::DirectoryEntry &sd : top) {
+    const std::string &s = sd.name;
+    if (s.size() != 2 || !std::isxdigit(static_cast<unsigned char>(s[0])) ||
+        !std::isxdigit(static_cast<unsigned char>(s[1])))
       continue;
-    while (dirent *d = ::readdir(dd)) {
-      std::string n = d->d_name;
+    std::string sdir = cfg.dir + "/" + s;
+    std::vector<base::DirectoryEntry> files;
+    if (!base::list_directory(sdir, files, error))
+      continue;
+    for (const base::DirectoryEntry &d : files) {
+      const std::string &n = d.name;
       if (n.size() < 66 || n[64] != '.' || !manifest::is_hex_key(n.substr(0, 64)))
         continue; // not the cache's: never touched
-      std::string path = sdir + "/" + n, ext = n.substr(64);
-      struct stat st;
-      if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+      if (!d.regular)
         continue;
+      std::string path = sdir + "/" + n, ext = n.substr(64);
       if (ext.find(".tmp-") != std::string::npos) {
-        auto mtime = std::chrono::system_clock::time_point(
-            std::chrono::seconds(st.st_mtim.tv_sec));
-        if (now - mtime > kTemporaryGrace)
+        if (now_ns - d.mtime_ns > std::chrono::duration_cast<std::chrono::nanoseconds>(kTemporaryGrace).count())
           old_temporaries.push_back(path);
         continue;
       }
@@ -238,17 +235,15 @@ std::vector<Cache::Impl::Scanned> Cache::Impl::scan(std::vector<std::string> &ol
       if (ext == kLock) {
         k.lock = true;
       } else if (is_entry_file(ext)) {
-        k.bytes += static_cast<std::uint64_t>(st.st_size);
+        k.bytes += d.size;
         if (ext == kManifest) {
           k.manifest = true;
-          k.last_use_ns = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 +
-                          st.st_mtim.tv_nsec;
+          k.last_use_ns = d.mtime_ns;
         } else {
           k.orphans.push_back(path);
         }
       }
     }
-    ::closedir(dd);
   }
   std::vector<Scanned> out;
   for (auto &[_, v] : keys)
@@ -259,9 +254,9 @@ std::vector<Cache::Impl::Scanned> Cache::Impl::scan(std::vector<std::string> &ol
 std::optional<Error> Cache::Impl::store_locked(const Key &key, const Artifact &a, const std::string &text,
                                     bool &over) {
   auto fail = [&](Error e) {
-    ::unlink(file(key, kArtifact).c_str());
+    base::remove_file(file(key, kArtifact));
     for (const Companion &c : kCompanions)
-      ::unlink(file(key, c.ext).c_str());
+      base::remove_file(file(key, c.ext));
     count(kStoreErrors);
     return std::optional<Error>(std::move(e));
   };
@@ -305,23 +300,25 @@ std::optional<Error> Cache::Impl::store_locked(const Key &key, const Artifact &a
 void Cache::Impl::clean(std::vector<Scanned> &keys, const std::vector<std::string> &temporaries,
              PruneReport &r) const {
   for (const std::string &t : temporaries) {
-    Fd fd(::open(t.c_str(), O_RDONLY | O_CLOEXEC));
-    if (fd && ::flock(fd.get(), LOCK_EX | LOCK_NB) == 0 && ::unlink(t.c_str()) == 0)
+    // A live writer holds its temporary locked (on Windows, open for
+    // itself alone): one that opens and locks here is a dead writer's.
+    FileHandle fd = FileHandle::open(t, FileHandle::Access::Read);
+    if (fd && fd.try_lock(FileHandle::Lock::Exclusive) && base::remove_file(t) == 0)
       ++r.temporaries_removed;
   }
   for (Scanned &s : keys) {
     if (s.manifest)
       continue;
     Key k = Key::parse(s.key).value();
-    Fd lock;
+    FileHandle lock;
     if (!lock_file(file(k, kLock), {}, lock, /*nonblocking=*/true))
       continue; // a builder is writing this entry now
-    if (::access(file(k, kManifest).c_str(), F_OK) == 0)
+    if (base::identify_file(file(k, kManifest)).exists)
       continue;
     for (const std::string &p : s.orphans)
-      if (::unlink(p.c_str()) == 0)
+      if (base::remove_file(p) == 0)
         ++r.orphans_removed;
-    ::unlink(file(k, kLock).c_str()); // unlinked while held: waiters re-open
+    base::remove_file(file(k, kLock)); // removed while held: waiters re-open
   }
 }
 

@@ -9,6 +9,7 @@
 #include "cache/manifest.h"
 
 #include "base/clock.h"
+#include "base/file_handle.h"
 #include "base/files.h"
 #include "hotlink/blake3.h"
 
@@ -21,12 +22,6 @@
 #include <mutex>
 #include <random>
 #include <thread>
-
-#include <dirent.h>
-#include <fcntl.h>
-#include <sys/file.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 namespace hotlink::cache {
 
@@ -51,50 +46,11 @@ constexpr std::chrono::seconds kAutoPruneInterval{3600};
 
 inline std::string errno_text(int e) { return std::strerror(e); }
 
-// An owned file descriptor.
-class Fd {
-public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(Fd &&o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
-  Fd &operator=(Fd &&o) noexcept {
-    if (this != &o) {
-      reset();
-      fd_ = o.fd_;
-      o.fd_ = -1;
-    }
-    return *this;
-  }
-  ~Fd() { reset(); }
-  void reset() {
-    if (fd_ >= 0)
-      ::close(fd_);
-    fd_ = -1;
-  }
-  int get() const { return fd_; }
-  explicit operator bool() const { return fd_ >= 0; }
+// Files are opened and locked through the host layer (base/file_handle.h):
+// flock on POSIX, LockFileEx on Windows.
+using base::FileHandle;
 
-private:
-  int fd_ = -1;
-};
-
-// flock with a deadline (polling, so that a timeout is possible).
-inline bool flock_until(int fd, int op, std::chrono::steady_clock::time_point deadline) {
-  auto nap = std::chrono::microseconds(200);
-  for (;;) {
-    if (::flock(fd, op | LOCK_NB) == 0)
-      return true;
-    if (errno != EWOULDBLOCK && errno != EINTR)
-      return false;
-    if (std::chrono::steady_clock::now() >= deadline)
-      return false;
-    std::this_thread::sleep_for(nap);
-    nap = std::min<std::chrono::microseconds>(nap * 2, std::chrono::milliseconds(20));
-  }
-}
-
-
-// Counters persisted as little arrays of uint64 under flock. New counters
+// Counters persisted as little arrays of uint64 under the file's lock. New counters
 // go at the end: a shorter file from an older version reads as zeros.
 enum StatIndex {
   kHits, kMisses, kCorrupt, kEvictions, kStores, kStoreErrors, kLockTimeouts,
@@ -106,9 +62,9 @@ enum StatIndex {
 
 // Reads the counters; a file shorter than ours (an older version's) is
 // padded with zeros, anything else that is not whole counters is zeros.
-inline void read_counters(int fd, std::uint64_t (&v)[kStatCount]) {
+inline void read_counters(const FileHandle &f, std::uint64_t (&v)[kStatCount]) {
   std::fill(std::begin(v), std::end(v), 0);
-  ssize_t n = ::pread(fd, v, sizeof v, 0);
+  long long n = f.read_at(v, sizeof v, 0);
   if (n < 0 || n % 8 != 0)
     std::fill(std::begin(v), std::end(v), 0);
 }
@@ -118,9 +74,9 @@ struct HOTLINK_HIDDEN Cache::Impl {
   Config cfg;
   std::vector<signature::PublicKey> trust; // trusted_keys + sign_key's public half
   std::unique_ptr<RemoteStore> remote;
-  Fd usage_fd, stats_fd;
+  mutable FileHandle usage_file, stats_file;
   mutable std::mutex mu;
-  // flock excludes other processes, not other threads sharing the fd.
+  // The file lock excludes other processes, not other threads sharing the handle.
   mutable std::mutex file_mu;
   std::uint64_t delta[kStatCount] = {};
 
@@ -145,7 +101,7 @@ struct HOTLINK_HIDDEN Cache::Impl {
   // Opens and locks `path` (created 0600), confirming after the lock that
   // the path still names the locked file (a pruner may have removed it).
   bool lock_file(const std::string &path, std::chrono::steady_clock::time_point deadline,
-                 Fd &out, bool nonblocking = false) const;
+                 FileHandle &out, bool nonblocking = false) const;
 
   std::optional<Error> ensure_shard(const Key &k) const;
 
@@ -163,7 +119,7 @@ struct HOTLINK_HIDDEN Cache::Impl {
   Removal remove_entry(const Key &k, bool wait, std::uint64_t *freed = nullptr,
                        bool key_locked = false) const;
 
-  Removal remove_locked(const Key &k, Fd &fd, bool wait, std::uint64_t *freed = nullptr,
+  Removal remove_locked(const Key &k, FileHandle &fd, bool wait, std::uint64_t *freed = nullptr,
                         bool key_locked = false) const;
 
   // The manifest file's text: the sealed JSON, signed with sign_key.
@@ -175,7 +131,7 @@ struct HOTLINK_HIDDEN Cache::Impl {
 
   // Reads the files of the entry whose manifest `fd` holds (locked shared).
   // `refused`: the reason is its signature (not damage).
-  std::string read_entry(const Key &k, int fd, Entry &e, bool *refused = nullptr) const;
+  std::string read_entry(const Key &k, const FileHandle &manifest, Entry &e, bool *refused = nullptr) const;
 
   // A lookup that does not count; `touch` records the use. `key_locked`:
   // the caller holds the key's lock (so a corrupt entry can be removed).

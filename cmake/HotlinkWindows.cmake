@@ -14,11 +14,13 @@ add_compile_options(-Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initi
 # winpthread linked in statically.
 add_link_options(-static-libgcc -static-libstdc++ -Wl,-Bstatic,--whole-archive -lwinpthread -Wl,--no-whole-archive,-Bdynamic)
 include(${CMAKE_CURRENT_LIST_DIR}/HotlinkRuntimeDeps.cmake)
+find_package(Threads REQUIRED)
 
 add_subdirectory(base)
 add_subdirectory(exports)
 add_subdirectory(trust)
 add_subdirectory(image)
+add_subdirectory(cache)
 add_subdirectory(verify)
 add_subdirectory(loader)
 

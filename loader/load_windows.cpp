@@ -27,16 +27,7 @@ namespace {
 using base::narrow;
 using base::widen;
 
-std::string last_error() {
-  DWORD code = GetLastError();
-  wchar_t *msg = nullptr;
-  FormatMessageW(FORMAT_MESSAGE_ALLOCATE_BUFFER | FORMAT_MESSAGE_FROM_SYSTEM | FORMAT_MESSAGE_IGNORE_INSERTS,
-                 nullptr, code, 0, reinterpret_cast<wchar_t *>(&msg), 0, nullptr);
-  std::string s = msg ? narrow(msg) : "error " + std::to_string(code);
-  if (msg)
-    LocalFree(msg);
-  return s;
-}
+std::string last_error() { return base::system_message(GetLastError()); }
 
 bool write_all(const std::wstring &path, const void *data, std::size_t size) {
   HANDLE h = CreateFileW(path.c_str(), GENERIC_WRITE, 0, nullptr, CREATE_NEW, FILE_ATTRIBUTE_TEMPORARY, nullptr);

@@ -4,30 +4,14 @@
 // "DLL!name" or "DLL!#N" (image/pe.cpp), looked up in that DLL, as the PE
 // loader binds it.
 #include "verify/imports.h"
-#include "base/wide.h"
-
 #include <map>
 
 #define WIN32_LEAN_AND_MEAN
 #include <windows.h>
 
+#include "base/wide.h"
+
 namespace hotlink {
-
-namespace {
-
-std::string system_message(DWORD code) {
-  wchar_t *msg = nullptr;
-  FormatMessageW(FORMAT_MESSAGE_ALLOCATE_BUFFER | FORMAT_MESSAGE_FROM_SYSTEM | FORMAT_MESSAGE_IGNORE_INSERTS, nullptr,
-                 code, 0, reinterpret_cast<wchar_t *>(&msg), 0, nullptr);
-  std::string s = msg ? base::narrow(msg) : "error " + std::to_string(code);
-  if (msg)
-    LocalFree(msg);
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' '))
-    s.pop_back();
-  return s;
-}
-
-} // namespace
 
 std::optional<Unresolved> unresolved_import(const std::vector<std::string> &imports,
                                             const std::vector<std::string> &needed) {
@@ -36,7 +20,7 @@ std::optional<Unresolved> unresolved_import(const std::vector<std::string> &impo
   for (const std::string &dll : needed) {
     HMODULE h = LoadLibraryExW(base::widen(dll).c_str(), nullptr, 0);
     if (!h) {
-      missing = Unresolved{{}, dll, system_message(GetLastError())};
+      missing = Unresolved{{}, dll, base::system_message(GetLastError())};
       break;
     }
     dlls.emplace(dll, h);

@@ -1,0 +1,26 @@
+// base/file_handle.h: what is the same on every host.
+#include "base/file_handle.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <thread>
+
+namespace hotlink::base {
+
+bool FileHandle::lock_until(Lock lock, std::chrono::steady_clock::time_point deadline) {
+  auto nap = std::chrono::microseconds(200);
+  for (;;) {
+    if (try_lock(lock))
+      return true;
+    if (error_ != EWOULDBLOCK && error_ != EINTR)
+      return false;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      error_ = ETIMEDOUT;
+      return false;
+    }
+    std::this_thread::sleep_for(nap);
+    nap = std::min<std::chrono::microseconds>(nap * 2, std::chrono::milliseconds(20));
+  }
+}
+
+} // namespace hotlink::base
