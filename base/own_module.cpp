@@ -17,7 +17,9 @@ std::vector<std::string> own_module_candidates(const OwnModule &m) {
     dirs.push_back(here);
     dirs.push_back(here + "/../lib");
   }
-  dirs.insert(dirs.end(), m.dirs.begin(), m.dirs.end());
+  for (const std::string &d : m.dirs)
+    if (!d.empty()) // a build with no installation directory (Windows)
+      dirs.push_back(d);
   std::vector<std::string> files;
   for (const std::string &d : dirs)
     files.push_back(d + "/" + m.file);

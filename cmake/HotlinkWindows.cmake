@@ -16,6 +16,9 @@ add_link_options(-static-libgcc -static-libstdc++ -Wl,-Bstatic,--whole-archive -
 include(${CMAKE_CURRENT_LIST_DIR}/HotlinkRuntimeDeps.cmake)
 find_package(Threads REQUIRED)
 
+# Everything below but the tests is libhotlink.dll's: what HOTLINK_API
+# marks is exported from it (hotlink/error.h).
+add_compile_definitions(HOTLINK_BUILDING_DLL)
 add_subdirectory(base)
 add_subdirectory(exports)
 add_subdirectory(trust)
@@ -23,6 +26,7 @@ add_subdirectory(image)
 add_subdirectory(cache)
 add_subdirectory(verify)
 add_subdirectory(loader)
+add_subdirectory(capi)
 
 option(HOTLINK_BUILD_TESTS "Build the GoogleTest suites (run under Wine)" ON)
 if(HOTLINK_BUILD_TESTS)

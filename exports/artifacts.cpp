@@ -168,6 +168,9 @@ std::optional<Error> coff_imports(const COFFObjectFile &c, const std::string &na
     StringRef dll;
     if (llvm::Error err = d.getName(dll))
       return corrupt_table(name, std::move(err));
+    // LLVM reads a name up to its NUL, past the file's end where it has none.
+    if (!name_inside(c, dll) || dll.empty())
+      return make_error(ErrorCode::InvalidInput, "an imported DLL's name lies outside the file", name);
     info.needed.push_back(dll.str());
     std::uint32_t lookup = 0;
     if (llvm::Error err = d.getImportLookupTableRVA(lookup))
@@ -186,6 +189,9 @@ std::optional<Error> coff_imports(const COFFObjectFile &c, const std::string &na
       StringRef sym;
       if (llvm::Error err = s.getSymbolName(sym))
         return corrupt_table(name, std::move(err));
+      if (!name_inside(c, sym) || sym.empty())
+        return make_error(ErrorCode::InvalidInput, "a name imported from " + dll.str() + " lies outside the file",
+                          name);
       info.imports.push_back(dll.str() + "!" + sym.str());
     }
   }

@@ -3,8 +3,6 @@
 // requests with these and hands them to the linker it loads on first need.
 #include "hotlink/link.h"
 
-#include "llvm/Config/llvm-config.h" // LLVM_VERSION_STRING: a macro, nothing linked
-
 namespace hotlink {
 
 Input Input::file(std::string path) {
@@ -64,6 +62,8 @@ std::string host_target() {
 }
 
 std::string version() { return HOTLINK_VERSION_STRING; }
-std::string llvm_version() { return LLVM_VERSION_STRING; }
+// The LLVM the linker module is built with (CMake's LLVM_PACKAGE_VERSION);
+// "" in a build with no LLVM (the Windows runtime).
+std::string llvm_version() { return HOTLINK_LLVM_VERSION_STRING; }
 
 } // namespace hotlink

@@ -11,14 +11,27 @@
 #include <utility>
 #include <variant>
 
-// What libhotlink.so exports of the C++ API: hotlink builds with hidden
-// visibility, and every public class and function is marked with this.
-// HOTLINK_HIDDEN keeps a public class's private Impl out of it.
+// What libhotlink.so (libhotlink.dll) exports of the C++ API: hotlink
+// builds with hidden visibility, and every public class and function is
+// marked with this. HOTLINK_HIDDEN keeps a public class's private Impl out
+// of it. On Windows the DLL's own sources export what is marked; a program
+// using it imports through libhotlink.dll.a (MinGW imports functions and
+// data by itself).
 #ifndef HOTLINK_API
+#if defined(_WIN32) && defined(HOTLINK_BUILDING_DLL)
+#define HOTLINK_API __declspec(dllexport)
+#elif defined(_WIN32)
+#define HOTLINK_API
+#else
 #define HOTLINK_API __attribute__((visibility("default")))
 #endif
+#endif
 #ifndef HOTLINK_HIDDEN
+#if defined(_WIN32)
+#define HOTLINK_HIDDEN
+#else
 #define HOTLINK_HIDDEN __attribute__((visibility("hidden")))
+#endif
 #endif
 
 namespace hotlink {

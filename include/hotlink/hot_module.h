@@ -156,7 +156,7 @@ public:
   std::size_t mapped_versions() const;
 
   // Holds one version for a batch of calls. Empty when nothing is loaded.
-  class Pin {
+  class HOTLINK_API Pin {
   public:
     Pin() = default;
     Pin(Pin &&o) noexcept : v_(o.v_) { o.v_ = nullptr; }
@@ -188,7 +188,7 @@ public:
   // made and a library keeps calling): without a Keep such a version is
   // unmapped two reloads later, and the next call through the pointer
   // faults. Empty when `p` is.
-  class Keep {
+  class HOTLINK_API Keep {
   public:
     Keep() = default;
     Keep(Keep &&o) noexcept : v_(o.v_) { o.v_ = nullptr; }

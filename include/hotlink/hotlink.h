@@ -44,7 +44,8 @@
 extern "C" {
 #endif
 /* Every function declared here is exported by libhotlink.so, which builds
- * with hidden visibility otherwise. */
+ * with hidden visibility otherwise (and by libhotlink.dll, through the
+ * .def file its build writes from this header). */
 #if defined(__GNUC__) && !defined(_WIN32)
 #pragma GCC visibility push(default)
 #endif
@@ -101,9 +102,10 @@ void hotlink_error_free(hotlink_error *error);
 const char *hotlink_status_name(hotlink_status code);
 
 /* Static strings: hotlink's version ("0.1.0"), lld's version line, the
- * LLVM version hotlink was built with, and the host's target triple as
- * hotlink spells it. Safe from any thread. lld's line comes from the
- * linker module (it loads it; "" when it cannot load). */
+ * LLVM version hotlink was built with ("" in a build without LLVM: the
+ * Windows runtime), and the host's target triple as hotlink spells it.
+ * Safe from any thread. lld's line comes from the linker module (it loads
+ * it; "" when it cannot load). */
 const char *hotlink_version(void);
 const char *hotlink_lld_version(void);
 const char *hotlink_llvm_version(void);

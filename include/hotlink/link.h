@@ -319,8 +319,9 @@ HOTLINK_API Expected<ImportLibrary> import_library_from_def(const std::string &d
 HOTLINK_API std::optional<Error> write_output_file(const std::string &path, const std::vector<std::uint8_t> &bytes,
                                                    unsigned mode = 0644);
 
-// hotlink's version ("0.1.0"), lld's version line ("LLD 22.1.0 (...)") and
-// the LLVM version hotlink was built against ("22.1.0").
+// hotlink's version ("0.1.0"), lld's version line ("LLD 22.1.0 (...)";
+// "" when the linker module cannot load) and the LLVM version hotlink was
+// built against ("22.1.0"; "" in a build without LLVM: the Windows runtime).
 HOTLINK_API std::string version();
 HOTLINK_API std::string lld_version();
 HOTLINK_API std::string llvm_version();

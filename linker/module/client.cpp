@@ -22,8 +22,16 @@ Expected<const Table *> load() {
                                  {HOTLINK_BUILD_LIBDIR, HOTLINK_INSTALL_LIBDIR}},
                                 "linking", kSymbol,
                                 "reinstall hotlink; the module needs LLVM 22's libraries (libllvm22)");
-  if (!module)
-    return module.take_error();
+  if (!module) { // nothing links here, whatever else works
+    Error e = module.take_error();
+    e.code = ErrorCode::LinkerUnavailable;
+#if defined(_WIN32)
+    e.hint = "the Windows runtime links nothing by itself: link on a Linux host (hotlink link --target "
+             "x86_64-pc-windows-msvc) and load the DLL here, or build the linker module against a Windows "
+             "LLVM (docs/runtime.md, On Windows)";
+#endif
+    return e;
+  }
   const Table *table = reinterpret_cast<EntryFn>(module->entry)();
   if (!table || !(table->stamp == stamp(HOTLINK_VERSION_STRING)))
     return foreign_module("the linker module", module->path, kEnv);

@@ -137,12 +137,15 @@ TEST(WindowsHotReload, EachRefusedVersionLeavesTheOldOneServingAndSaysWhy) {
     ASSERT_TRUE(err.has_value());
     EXPECT_EQ(err->code, r.code) << err->to_string();
     EXPECT_EQ(err->input, r.path) << err->to_string();
-    if (r.code == ErrorCode::MissingExport)
+    if (r.code == ErrorCode::MissingExport) {
       EXPECT_EQ(err->symbol, "f");
-    if (r.bytes == no_function)
+    }
+    if (r.bytes == no_function) {
       EXPECT_EQ(err->symbol, "KERNEL32.dll!Sleeq");
-    if (r.bytes == no_dll)
+    }
+    if (r.bytes == no_dll) {
       EXPECT_EQ(err->symbol, "KERNEL99.dll");
+    }
     EXPECT_EQ(m.current()->number, 1u);
     EXPECT_EQ((*f)(5), 2010) << "the old version serves";
   }
