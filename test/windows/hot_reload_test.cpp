@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <atomic>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <thread>
 
@@ -187,6 +188,38 @@ TEST(WindowsHotReload, AGuardedFaultLeavesTheProcessAliveNamesTheVersionAndRolls
   auto after = m.guarded(*divide, 5);
   ASSERT_TRUE(after);
   EXPECT_EQ(*after, 20000);
+}
+
+// Publishes `bytes` at `path` as a build does: a temporary, then a rename.
+void publish(const std::string &path, const std::vector<std::uint8_t> &bytes) {
+  std::string temp = path + ".tmp";
+  std::ofstream(temp, std::ios::binary).write(reinterpret_cast<const char *>(bytes.data()), bytes.size());
+  ASSERT_TRUE(MoveFileExA(temp.c_str(), path.c_str(), MOVEFILE_REPLACE_EXISTING)) << GetLastError();
+}
+
+bool wait_for(const std::function<bool()> &done) {
+  for (int i = 0; i < 200 && !done(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  return done();
+}
+
+TEST(WindowsHotReload, TheWatcherReloadsAPublishedDllAndKeepsServingPastADamagedOne) {
+  std::string path = fixture("watched.dll");
+  publish(path, read_bytes(fixture("reload_a.dll")));
+  HotModule m;
+  auto f = m.entry<int(int)>("f");
+  ASSERT_TRUE(f);
+  ASSERT_FALSE(m.reload(path));
+  loader::Watcher watcher(m, path, {});
+  EXPECT_TRUE(watcher.polling()); // no change notification on Windows yet
+  publish(path, read_bytes(fixture("reload_b.dll")));
+  ASSERT_TRUE(wait_for([&] { return watcher.reloads() == 1; }));
+  EXPECT_EQ((*f)(5), 2010);
+  publish(path, std::vector<std::uint8_t>(4096, 0x90));
+  ASSERT_TRUE(wait_for([&] { return watcher.failures() == 1; }));
+  ASSERT_TRUE(watcher.last_error());
+  EXPECT_EQ(watcher.last_error()->input, path) << watcher.last_error()->to_string();
+  EXPECT_EQ((*f)(5), 2010) << "the old version serves";
 }
 
 int main(int argc, char **argv) {
