@@ -56,6 +56,12 @@ struct FileError {
 std::optional<FileError> write_file_atomically(const std::string &path, const void *data, std::size_t size,
                                                AtomicWrite how = {});
 
+// Creates `path` only when nothing has that name (EEXIST otherwise: of
+// several processes creating it at once, exactly one does), owner-only,
+// and writes `size` bytes into it. Not atomic for readers of its bytes:
+// for a file whose existence is what counts.
+std::optional<FileError> create_file(const std::string &path, const void *data, std::size_t size);
+
 // Reads the whole of `path` into `out`; a file of more than `most` bytes
 // is refused (EFBIG) without reading it.
 std::optional<FileError> read_file(const std::string &path, std::vector<std::uint8_t> &out,

@@ -59,6 +59,21 @@ std::optional<FileError> read_file(const std::string &path, std::vector<std::uin
   return failed;
 }
 
+std::optional<FileError> create_file(const std::string &path, const void *data, std::size_t size) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0)
+    return FileError{"cannot create", errno, path};
+  bool ok = write_all(fd, data, size);
+  int e = errno;
+  if (::close(fd) != 0 && ok) {
+    ok = false;
+    e = errno;
+  }
+  if (!ok)
+    return FileError{"cannot write", e, path};
+  return std::nullopt;
+}
+
 bool same_file(int fd, const std::string &path) {
   struct stat a, b;
   if (::fstat(fd, &a) != 0 || ::stat(path.c_str(), &b) != 0)

@@ -38,6 +38,20 @@ std::optional<FileError> read_file(const std::string &path, std::vector<std::uin
   return failed;
 }
 
+std::optional<FileError> create_file(const std::string &path, const void *data, std::size_t size) {
+  HANDLE h = CreateFileW(widen(path).c_str(), GENERIC_WRITE, FILE_SHARE_READ | FILE_SHARE_DELETE, nullptr, CREATE_NEW,
+                         FILE_ATTRIBUTE_NORMAL, nullptr);
+  if (h == INVALID_HANDLE_VALUE)
+    return FileError{"cannot create", errno_of_windows(GetLastError()), path};
+  DWORD wrote = 0;
+  bool ok = size == 0 || (WriteFile(h, data, static_cast<DWORD>(size), &wrote, nullptr) && wrote == size);
+  DWORD e = ok ? 0 : GetLastError();
+  CloseHandle(h);
+  if (!ok)
+    return FileError{"cannot write", errno_of_windows(e), path};
+  return std::nullopt;
+}
+
 void remove_tree(const std::string &dir) {
   std::error_code ec;
   std::filesystem::remove_all(std::filesystem::path(widen(dir)), ec);

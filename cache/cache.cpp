@@ -96,11 +96,10 @@ std::optional<Error> Cache::Impl::claim_directory() {
                       "files it did not create");
   if (!empty)
     return std::nullopt;
-  // Never replaced: of two processes claiming the directory, one writes it.
+  // Created in place, never through a temporary: another process claiming
+  // the directory at once must see it empty or marked, nothing else.
   std::string text = "hotlink cache, format " + std::to_string(kFormat) + "\n";
-  base::AtomicWrite once;
-  once.replace = false;
-  if (auto failed = base::write_file_atomically(marker, text.data(), text.size(), once))
+  if (auto failed = base::create_file(marker, text.data(), text.size()))
     if (failed->errnum != EEXIST)
       return make_error(ErrorCode::CacheError, failed->to_string(), marker, {},
                         "check the cache directory's permissions");
