@@ -313,8 +313,8 @@ private:
 
 // Reloads a module when its artifact file is replaced. Linux: inotify on
 // the file's directory (a rename onto the name, or a writer closing it);
-// elsewhere, or when inotify is unavailable, polling the file's identity
-// (inode, size, mtime). Changes are debounced: a reload starts only after
+// Windows: ReadDirectoryChangesW on it; elsewhere, or when neither is
+// available, polling the file's identity (inode, size, mtime). Changes are debounced: a reload starts only after
 // `debounce` without further events. Since artifacts are published by
 // rename, a file still being written is never loaded; one written in place
 // is loaded after its writer closes it, and if it is not a valid artifact

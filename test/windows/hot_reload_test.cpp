@@ -210,16 +210,24 @@ TEST(WindowsHotReload, TheWatcherReloadsAPublishedDllAndKeepsServingPastADamaged
   auto f = m.entry<int(int)>("f");
   ASSERT_TRUE(f);
   ASSERT_FALSE(m.reload(path));
-  loader::Watcher watcher(m, path, {});
-  EXPECT_TRUE(watcher.polling()); // no change notification on Windows yet
-  publish(path, read_bytes(fixture("reload_b.dll")));
-  ASSERT_TRUE(wait_for([&] { return watcher.reloads() == 1; }));
-  EXPECT_EQ((*f)(5), 2010);
-  publish(path, std::vector<std::uint8_t>(4096, 0x90));
-  ASSERT_TRUE(wait_for([&] { return watcher.failures() == 1; }));
-  ASSERT_TRUE(watcher.last_error());
-  EXPECT_EQ(watcher.last_error()->input, path) << watcher.last_error()->to_string();
-  EXPECT_EQ((*f)(5), 2010) << "the old version serves";
+  // Notified by ReadDirectoryChangesW, then by polling: both see a DLL
+  // published by rename, and a damaged one leaves the old version serving.
+  for (bool polling : {false, true}) {
+    SCOPED_TRACE(polling ? "polling" : "notified");
+    loader::Watcher::Options options;
+    options.force_polling = polling;
+    std::uint64_t at = m.current()->number;
+    loader::Watcher watcher(m, path, options);
+    EXPECT_EQ(watcher.polling(), polling);
+    publish(path, read_bytes(fixture(at % 2 ? "reload_b.dll" : "reload_a.dll")));
+    ASSERT_TRUE(wait_for([&] { return watcher.reloads() == 1; }));
+    EXPECT_EQ((*f)(5), at % 2 ? 2010 : 1010);
+    publish(path, std::vector<std::uint8_t>(4096, 0x90));
+    ASSERT_TRUE(wait_for([&] { return watcher.failures() == 1; }));
+    ASSERT_TRUE(watcher.last_error());
+    EXPECT_EQ(watcher.last_error()->input, path) << watcher.last_error()->to_string();
+    EXPECT_EQ((*f)(5), at % 2 ? 2010 : 1010) << "the old version serves";
+  }
 }
 
 int main(int argc, char **argv) {
