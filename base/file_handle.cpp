@@ -7,6 +7,20 @@
 
 namespace hotlink::base {
 
+FileHandle::FileHandle(FileHandle &&o) noexcept : native_(o.native_), error_(o.error_) { o.native_ = -1; }
+
+FileHandle &FileHandle::operator=(FileHandle &&o) noexcept {
+  if (this != &o) {
+    reset();
+    native_ = o.native_;
+    error_ = o.error_;
+    o.native_ = -1;
+  }
+  return *this;
+}
+
+FileHandle::operator bool() const { return native_ != -1; }
+
 bool FileHandle::lock_until(Lock lock, std::chrono::steady_clock::time_point deadline) {
   auto nap = std::chrono::microseconds(200);
   for (;;) {

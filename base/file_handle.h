@@ -65,11 +65,9 @@ public:
   bool touch();
 
 private:
-#if defined(_WIN32)
-  void *h_ = nullptr; // INVALID_HANDLE_VALUE is never kept
-#else
-  int fd_ = -1;
-#endif
+  // The host's own: a descriptor, or a HANDLE; -1 (INVALID_HANDLE_VALUE on
+  // Windows) when none is open.
+  std::intptr_t native_ = -1;
   int error_ = 0;
 };
 

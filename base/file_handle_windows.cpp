@@ -16,7 +16,7 @@ namespace {
 constexpr DWORD kLockOffsetHigh = 0x40000000; // 2^62: past any data
 constexpr DWORD kShareAll = FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE;
 
-HANDLE as_handle(void *h) { return static_cast<HANDLE>(h); }
+HANDLE as_handle(std::intptr_t h) { return reinterpret_cast<HANDLE>(h); }
 
 OVERLAPPED at(std::uint64_t offset) {
   OVERLAPPED o = {};
@@ -48,34 +48,20 @@ FileHandle FileHandle::open(const std::string &path, Access access) {
     f.error_ = errno_of_windows(GetLastError());
     return f;
   }
-  f.h_ = h;
+  f.native_ = reinterpret_cast<std::intptr_t>(h);
   return f;
 }
 
-FileHandle::FileHandle(FileHandle &&o) noexcept : h_(o.h_), error_(o.error_) { o.h_ = nullptr; }
-
-FileHandle &FileHandle::operator=(FileHandle &&o) noexcept {
-  if (this != &o) {
-    reset();
-    h_ = o.h_;
-    error_ = o.error_;
-    o.h_ = nullptr;
-  }
-  return *this;
-}
-
 void FileHandle::reset() {
-  if (h_)
-    CloseHandle(as_handle(h_));
-  h_ = nullptr;
+  if (native_ != -1)
+    CloseHandle(as_handle(native_));
+  native_ = -1;
 }
-
-FileHandle::operator bool() const { return h_ != nullptr; }
 
 bool FileHandle::try_lock(Lock lock) {
   OVERLAPPED o = at(std::uint64_t(kLockOffsetHigh) << 32);
   DWORD flags = LOCKFILE_FAIL_IMMEDIATELY | (lock == Lock::Exclusive ? LOCKFILE_EXCLUSIVE_LOCK : 0);
-  if (LockFileEx(as_handle(h_), flags, 0, 1, 0, &o))
+  if (LockFileEx(as_handle(native_), flags, 0, 1, 0, &o))
     return true;
   DWORD e = GetLastError();
   error_ = e == ERROR_LOCK_VIOLATION || e == ERROR_IO_PENDING ? EWOULDBLOCK : errno_of_windows(e);
@@ -84,7 +70,7 @@ bool FileHandle::try_lock(Lock lock) {
 
 bool FileHandle::lock(Lock lock) {
   OVERLAPPED o = at(std::uint64_t(kLockOffsetHigh) << 32);
-  if (LockFileEx(as_handle(h_), lock == Lock::Exclusive ? LOCKFILE_EXCLUSIVE_LOCK : 0, 0, 1, 0, &o))
+  if (LockFileEx(as_handle(native_), lock == Lock::Exclusive ? LOCKFILE_EXCLUSIVE_LOCK : 0, 0, 1, 0, &o))
     return true;
   error_ = errno_of_windows(GetLastError());
   return false;
@@ -92,7 +78,7 @@ bool FileHandle::lock(Lock lock) {
 
 void FileHandle::unlock() {
   OVERLAPPED o = at(std::uint64_t(kLockOffsetHigh) << 32);
-  UnlockFileEx(as_handle(h_), 0, 1, 0, &o);
+  UnlockFileEx(as_handle(native_), 0, 1, 0, &o);
 }
 
 bool FileHandle::names(const std::string &path) const {
@@ -100,14 +86,14 @@ bool FileHandle::names(const std::string &path) const {
                              FILE_ATTRIBUTE_NORMAL, nullptr);
   if (other == INVALID_HANDLE_VALUE)
     return false;
-  bool same = same_id(as_handle(h_), other);
+  bool same = same_id(as_handle(native_), other);
   CloseHandle(other);
   return same;
 }
 
 bool FileHandle::size(std::uint64_t &out) const {
   LARGE_INTEGER s;
-  if (!GetFileSizeEx(as_handle(h_), &s))
+  if (!GetFileSizeEx(as_handle(native_), &s))
     return false;
   out = static_cast<std::uint64_t>(s.QuadPart);
   return true;
@@ -116,7 +102,7 @@ bool FileHandle::size(std::uint64_t &out) const {
 long long FileHandle::read_at(void *data, std::size_t size, std::uint64_t offset) const {
   OVERLAPPED o = at(offset);
   DWORD got = 0, chunk = static_cast<DWORD>(std::min<std::size_t>(size, 1u << 30));
-  if (!ReadFile(as_handle(h_), data, chunk, &got, &o))
+  if (!ReadFile(as_handle(native_), data, chunk, &got, &o))
     return GetLastError() == ERROR_HANDLE_EOF ? 0 : -1;
   return got;
 }
@@ -137,7 +123,7 @@ bool FileHandle::write_at(const void *data, std::size_t size, std::uint64_t offs
   for (std::size_t done = 0; done < size;) {
     OVERLAPPED o = at(offset + done);
     DWORD wrote = 0, chunk = static_cast<DWORD>(std::min<std::size_t>(size - done, 1u << 30));
-    if (!WriteFile(as_handle(h_), p + done, chunk, &wrote, &o) || wrote == 0) {
+    if (!WriteFile(as_handle(native_), p + done, chunk, &wrote, &o) || wrote == 0) {
       error_ = errno_of_windows(GetLastError());
       return false;
     }
@@ -149,7 +135,7 @@ bool FileHandle::write_at(const void *data, std::size_t size, std::uint64_t offs
 bool FileHandle::touch() {
   FILETIME now;
   GetSystemTimeAsFileTime(&now);
-  return SetFileTime(as_handle(h_), nullptr, nullptr, &now) != 0;
+  return SetFileTime(as_handle(native_), nullptr, nullptr, &now) != 0;
 }
 
 } // namespace hotlink::base

@@ -20,4 +20,7 @@ struct Unresolved {
 std::optional<Unresolved> unresolved_import(const std::vector<std::string> &imports,
                                             const std::vector<std::string> &needed);
 
+// What to do about a needed library the host's loader cannot find.
+const char *library_search_hint();
+
 } // namespace hotlink

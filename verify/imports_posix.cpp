@@ -36,4 +36,6 @@ std::optional<Unresolved> unresolved_import(const std::vector<std::string> &impo
   return missing;
 }
 
+const char *library_search_hint() { return "install it, or add its directory to LD_LIBRARY_PATH"; }
+
 } // namespace hotlink

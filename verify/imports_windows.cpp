@@ -4,6 +4,7 @@
 // "DLL!name" or "DLL!#N" (image/pe.cpp), looked up in that DLL, as the PE
 // loader binds it.
 #include "verify/imports.h"
+#include <cstdlib>
 #include <map>
 
 #define WIN32_LEAN_AND_MEAN
@@ -32,9 +33,10 @@ std::optional<Unresolved> unresolved_import(const std::vector<std::string> &impo
       if (it == dlls.end())
         continue; // not an import of a listed DLL: the reader lists none such
       std::string symbol = imp.substr(bang + 1);
-      FARPROC p = symbol.size() > 1 && symbol[0] == '#'
-                      ? GetProcAddress(it->second, MAKEINTRESOURCEA(std::stoul(symbol.substr(1)) & 0xffff))
-                      : GetProcAddress(it->second, symbol.c_str());
+      // "#N": an ordinal (image/pe.cpp writes its digits).
+      bool ordinal = symbol.size() > 1 && symbol[0] == '#';
+      unsigned long n = ordinal ? std::strtoul(symbol.c_str() + 1, nullptr, 10) & 0xffff : 0;
+      FARPROC p = ordinal ? GetProcAddress(it->second, MAKEINTRESOURCEA(n)) : GetProcAddress(it->second, symbol.c_str());
       if (!p) {
         missing = Unresolved{imp, {}, {}};
         break;
@@ -44,5 +46,7 @@ std::optional<Unresolved> unresolved_import(const std::vector<std::string> &impo
     FreeLibrary(h);
   return missing;
 }
+
+const char *library_search_hint() { return "install it, or put it beside the program or in a directory on PATH"; }
 
 } // namespace hotlink

@@ -42,12 +42,6 @@ Arch host_arch() {
 #endif
 }
 
-#if defined(_WIN32)
-const char *const kLibrarySearchHint = "install it, or put it beside the program or in a directory on PATH";
-#else
-const char *const kLibrarySearchHint = "install it, or add its directory to LD_LIBRARY_PATH";
-#endif
-
 std::string lower(std::string s) {
   for (char &c : s)
     c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -168,7 +162,7 @@ Expected<Verified> verify(const std::vector<std::uint8_t> &bytes, const std::str
       if (!u->library.empty())
         return make_error(ErrorCode::UnresolvedSymbol,
                           "needs " + u->library + ", which the dynamic loader cannot load (" + u->why + ")",
-                          name, u->library, kLibrarySearchHint);
+                          name, u->library, library_search_hint());
       return make_error(ErrorCode::UnresolvedSymbol,
                         "is imported by the artifact but neither this process nor the libraries it needs define it",
                         name, u->symbol, "link the library that defines it into the host or the artifact");

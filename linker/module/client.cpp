@@ -25,10 +25,8 @@ Expected<const Table *> load() {
   if (!module) { // nothing links here, whatever else works
     Error e = module.take_error();
     e.code = ErrorCode::LinkerUnavailable;
-#if defined(_WIN32)
-    e.hint = "the Windows runtime links nothing by itself: link on a Linux host (hotlink link --target "
-             "x86_64-pc-windows-msvc) and load the DLL here, or build the linker module against a Windows "
-             "LLVM (docs/runtime.md, On Windows)";
+#ifdef HOTLINK_LINKER_ABSENT_HINT // a build that makes no linker module (capi/CMakeLists.txt)
+    e.hint = HOTLINK_LINKER_ABSENT_HINT;
 #endif
     return e;
   }

@@ -8,6 +8,8 @@
 #include "hotlink/cache_entry.h"
 #include "hotlink/signature.h"
 
+#include "test/windows/fixtures.h"
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -20,17 +22,9 @@
 #include <windows.h>
 
 using namespace hotlink;
+using namespace hotlink::test_windows;
 
 namespace {
-
-std::string g_fixtures;
-
-std::string fixture(const std::string &name) { return g_fixtures + "/" + name; }
-
-std::vector<std::uint8_t> read_bytes(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::vector<std::uint8_t>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
 
 cache::Config config_for(const std::string &dir) {
   cache::Config c;
@@ -160,12 +154,4 @@ TEST(WindowsCache, ARemoteCacheIsRefusedByNameOnThisHost) {
   EXPECT_NE(bad.error().message.find("scheme"), std::string::npos) << bad.error().to_string();
 }
 
-int main(int argc, char **argv) {
-  testing::InitGoogleTest(&argc, argv);
-  if (argc < 2) {
-    std::fprintf(stderr, "usage: cache_test FIXTURE_DIR\n");
-    return 2;
-  }
-  g_fixtures = argv[1];
-  return RUN_ALL_TESTS();
-}
+int main(int argc, char **argv) { return test_windows::run_all(argc, argv, "cache_test"); }

@@ -9,6 +9,8 @@
 #include "hotlink/hot_module.h"
 #include "hotlink/symbols.h"
 
+#include "test/windows/fixtures.h"
+
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -19,17 +21,9 @@
 #include <windows.h>
 
 using namespace hotlink;
+using namespace hotlink::test_windows;
 
 namespace {
-
-std::string g_fixtures;
-
-std::string fixture(const std::string &name) { return g_fixtures + "/" + name; }
-
-std::vector<std::uint8_t> read_bytes(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::vector<std::uint8_t>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
 
 // The error's parts, freed.
 struct CError {
@@ -144,6 +138,8 @@ TEST(WindowsDll, LinkingNamesTheLinkerModuleThisBuildLacks) {
   EXPECT_EQ(hotlink_error_code(e), HOTLINK_LINKER_UNAVAILABLE) << hotlink_error_message(e);
   EXPECT_NE(std::string(hotlink_error_message(e)).find("libhotlink-linker-"), std::string::npos)
       << hotlink_error_message(e);
+  EXPECT_NE(std::string(hotlink_error_hint(e)).find("link on a Linux host"), std::string::npos)
+      << hotlink_error_hint(e);
   hotlink_result_destroy(result);
   hotlink_request_destroy(request);
   hotlink_service_destroy(service);
@@ -165,12 +161,4 @@ TEST(WindowsDll, TheCxxApiGuardsCallsFromTheDll) {
   EXPECT_EQ(*ok, 50000);
 }
 
-int main(int argc, char **argv) {
-  testing::InitGoogleTest(&argc, argv);
-  if (argc < 2) {
-    std::fprintf(stderr, "usage: dll_test FIXTURE_DIR\n");
-    return 2;
-  }
-  g_fixtures = argv[1];
-  return RUN_ALL_TESTS();
-}
+int main(int argc, char **argv) { return test_windows::run_all(argc, argv, "dll_test"); }

@@ -8,6 +8,8 @@
 #include "hotlink/hot_module.h"
 #include "hotlink/signature.h"
 
+#include "test/windows/fixtures.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -21,23 +23,10 @@
 #include <windows.h>
 
 using namespace hotlink;
+using namespace hotlink::test_windows;
 using loader::HotModule;
 
 namespace {
-
-std::string g_fixtures;
-
-std::vector<std::uint8_t> read_bytes(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::vector<std::uint8_t>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-std::string read_text(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-std::string fixture(const std::string &name) { return g_fixtures + "/" + name; }
 
 // The bytes with the first `from` replaced by `to` (of the same length).
 std::vector<std::uint8_t> patched(std::vector<std::uint8_t> bytes, const std::string &from, const std::string &to) {
@@ -230,12 +219,4 @@ TEST(WindowsHotReload, TheWatcherReloadsAPublishedDllAndKeepsServingPastADamaged
   }
 }
 
-int main(int argc, char **argv) {
-  testing::InitGoogleTest(&argc, argv);
-  if (argc < 2) {
-    std::fprintf(stderr, "usage: hot_reload_test FIXTURE_DIR\n");
-    return 2;
-  }
-  g_fixtures = argv[1];
-  return RUN_ALL_TESTS();
-}
+int main(int argc, char **argv) { return test_windows::run_all(argc, argv, "hot_reload_test"); }

@@ -13,6 +13,8 @@
 #include "base/glob.h"
 #include "base/own_module.h"
 
+#include "test/windows/fixtures.h"
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -25,15 +27,9 @@
 #include <iterator>
 
 using namespace hotlink;
+using namespace hotlink::test_windows;
 
 namespace {
-
-std::string g_fixtures;
-
-std::vector<std::uint8_t> read_bytes(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::vector<std::uint8_t>(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
 
 struct Fixture {
   const char *target, *ext;
@@ -99,15 +95,6 @@ TEST(WindowsRuntime, ExportGlobsMatchAsOnLinux) {
   EXPECT_FALSE(g->match("f_argv2"));
   EXPECT_FALSE(base::Glob::compile("[]").ok());
 }
-
-namespace {
-
-std::string read_text(const std::string &path) {
-  std::vector<std::uint8_t> b = read_bytes(path);
-  return std::string(b.begin(), b.end());
-}
-
-} // namespace
 
 TEST(WindowsRuntime, AStatementSignedOnLinuxVerifiesAndATamperedArtifactIsRefused) {
   auto pub = signature::read_public_key(g_fixtures + "/key.pub");
@@ -251,12 +238,4 @@ TEST(WindowsRuntime, OpensAModuleBesideItselfAndSaysWhereItLookedOrWhatIsWrong) 
       << foreign.error().to_string();
 }
 
-int main(int argc, char **argv) {
-  testing::InitGoogleTest(&argc, argv);
-  if (argc < 2) {
-    std::fprintf(stderr, "usage: runtime_test FIXTURE_DIR\n");
-    return 2;
-  }
-  g_fixtures = argv[1];
-  return RUN_ALL_TESTS();
-}
+int main(int argc, char **argv) { return test_windows::run_all(argc, argv, "runtime_test"); }
