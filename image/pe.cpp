@@ -50,6 +50,8 @@ std::optional<std::uint64_t> rva_offset(const std::vector<PeSection> &sections, 
 // in the directory's order, and each of its symbols in `imports` as
 // "DLL!name", or "DLL!#N" for one imported by ordinal N. Bound by a lookup
 // table of PE32 (4-byte) or PE32+ (8-byte) entries, ending at a zero one.
+// The directory ends, as the PE loader ends it, at the first descriptor
+// without a name or without an address table.
 std::optional<Error> read_imports(const Bytes &b, const std::vector<PeSection> &sections, std::uint64_t rva,
                                   bool plus, const std::string &name, exports::ArtifactInfo &info) {
   auto dir = rva_offset(sections, b, rva);
@@ -64,7 +66,7 @@ std::optional<Error> read_imports(const Bytes &b, const std::vector<PeSection> &
     if (!b.has(at, 20))
       return damaged(name, "its import directory runs past the end of the file");
     std::uint64_t lookup = b.u(at, 4, ok), dll_rva = b.u(at + 12, 4, ok), thunks = b.u(at + 16, 4, ok);
-    if (lookup == 0 && dll_rva == 0 && thunks == 0)
+    if (dll_rva == 0 || thunks == 0)
       return std::nullopt;
     auto dll_at = rva_offset(sections, b, dll_rva);
     bool ended = false;

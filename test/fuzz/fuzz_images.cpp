@@ -2,7 +2,10 @@
 // Object's (exports/artifacts.cpp) on the same bytes. Neither may crash;
 // wherever both accept an input they must agree on its format, arch, kind,
 // imports (where LLVM sizes PE import thunks as the image does), needed
-// libraries, build-id and exports (a PE name that shares
+// libraries, build-id and exports. A PE image's DLLs and imports are
+// compared as a prefix: the PE loader and image/ end the import directory
+// at the first descriptor without a name or an address table, LLVM only at
+// an all-zero one and never at the first, so LLVM may list more (a PE name that shares
 // its ordinal with another is listed by image/ alone, image.h: there the
 // own list must hold LLVM's). Inputs one reader accepts and the other
 // refuses are counted, not failed: the two refuse different damage (the
@@ -60,6 +63,14 @@ bool thunks_as_llvm_reads(const std::uint8_t *data, std::size_t size, const hotl
   return plus == wide;
 }
 
+// Whether `own` is where `llvm` begins: all of it for ELF, where both read
+// the whole table; its prefix for PE (see above).
+bool begins(const std::vector<std::string> &own, const std::vector<std::string> &llvm, bool pe) {
+  if (!pe)
+    return own == llvm;
+  return own.size() <= llvm.size() && std::equal(own.begin(), own.end(), llvm.begin());
+}
+
 void compare(const hotlink::exports::ArtifactInfo &own, const hotlink::exports::ArtifactInfo &llvm, bool imports) {
   using hotlink::exports::to_string;
   if (own.format != llvm.format)
@@ -68,9 +79,10 @@ void compare(const hotlink::exports::ArtifactInfo &own, const hotlink::exports::
     differ("the arch", to_string(own.arch), to_string(llvm.arch));
   if (own.kind != llvm.kind)
     differ("the kind", std::to_string(int(own.kind)), std::to_string(int(llvm.kind)));
-  if (imports && own.imports != llvm.imports)
+  bool pe = own.format == hotlink::exports::Format::COFF;
+  if (imports && !begins(own.imports, llvm.imports, pe))
     differ("the imports", joined(own.imports), joined(llvm.imports));
-  if (own.needed != llvm.needed)
+  if (!begins(own.needed, llvm.needed, pe))
     differ("the needed libraries", joined(own.needed), joined(llvm.needed));
   if (own.build_id != llvm.build_id)
     differ("the build-id", own.build_id, llvm.build_id);

@@ -67,7 +67,9 @@ for pair in "fuzz_objects fuzz_verify" "fuzz_def fuzz_writers" "fuzz_code_object
     else
       status=1
       echo "fuzz: $name FOUND A CRASH in hotlink's code: $(ls -t "$artifacts/$name-"* 2>/dev/null | grep -E 'crash-|timeout-|oom-|leak-' | head -1)"
-      grep -E 'ERROR|fuzz_|SUMMARY|#[0-9]+ 0x' "$artifacts/$name.log" | head -20
+      # Not LLVM's own "LLVM ERROR" lines (errors it reports and goes on),
+      # which can fill the excerpt before the finding's.
+      grep -E 'ERROR|fuzz_|SUMMARY|#[0-9]+ 0x' "$artifacts/$name.log" | grep -v '^LLVM ERROR' | head -20
     fi
   done
 done
