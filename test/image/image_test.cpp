@@ -171,6 +171,47 @@ TEST(ImagePe, ImportsAreListedByDllAsTheLoaderBindsThem) {
     EXPECT_TRUE(has(info.needed, i.substr(0, i.find('!')))) << i;
 }
 
+namespace {
+
+// The file offset of a PE32+ image's import directory, through its section
+// table, as the loader maps the RVA.
+std::size_t import_directory_offset(const Bytes &dll) {
+  auto u32 = [&](std::size_t at) {
+    std::uint32_t v;
+    std::memcpy(&v, &dll[at], 4);
+    return v;
+  };
+  std::uint32_t pe = u32(0x3c), rva = u32(pe + 24 + 120);
+  std::uint16_t nsections = dll[pe + 6] | dll[pe + 7] << 8, optional_size = dll[pe + 20] | dll[pe + 21] << 8;
+  for (std::size_t i = 0, at = pe + 24 + optional_size; i < nsections; ++i, at += 40)
+    if (u32(at + 12) <= rva && rva < u32(at + 12) + u32(at + 8))
+      return u32(at + 20) + (rva - u32(at + 12));
+  return 0;
+}
+
+} // namespace
+
+// The loader ends the import directory at the first descriptor without an
+// address table (Wine's fixup_imports, as Windows), whatever follows it:
+// the DLLs after it are not loaded, so they are not listed.
+TEST(ImagePe, ImportsEndWhereTheLoaderEndsThem) {
+  const char *target = "x86_64-w64-mingw32";
+  Bytes dll = link_for(target, test::compile_c(target, "int puts(const char *);\n"
+                                                       "int f(int x) { return puts(\"hi\") + x; }\n" HOTLINK_TEST_F_ARGV),
+                       "imports.dll");
+  auto whole = image::read_pe(dll.data(), dll.size(), "imports.dll");
+  ASSERT_TRUE(whole.ok()) << whole.error().to_string();
+  ASSERT_GE(whole->needed.size(), 2u);
+  std::size_t dir = import_directory_offset(dll);
+  ASSERT_NE(dir, 0u);
+  std::memset(&dll[dir + 20 + 16], 0, 4); // the second DLL's address table
+  auto cut = image::read_pe(dll.data(), dll.size(), "imports.dll");
+  ASSERT_TRUE(cut.ok()) << cut.error().to_string();
+  EXPECT_EQ(cut->needed, std::vector<std::string>{whole->needed[0]});
+  for (const std::string &i : cut->imports)
+    EXPECT_EQ(i.substr(0, i.find('!')), whole->needed[0]) << i;
+}
+
 TEST(ImagePe, ADamagedImportDirectoryIsRefusedByName) {
   const char *target = "x86_64-w64-mingw32";
   Bytes dll = link_for(target, test::compile_c(target, kKernel), "bad-imports.dll");
