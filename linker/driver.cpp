@@ -90,8 +90,10 @@ public:
   void forget_after_fork() {
     new (&mu_) std::mutex();
     new (&cv_) std::condition_variable();
-    if (thread_.joinable())
-      thread_.detach(); // the handle names a thread of the parent
+    // The handle names a thread of the parent: it is overwritten, never
+    // detached (pthread_detach of a thread the child does not have is
+    // undefined; clang's ThreadSanitizer aborts on it).
+    new (&thread_) std::thread();
     task_ = nullptr;
     state_.store(kIdle);
   }
