@@ -90,7 +90,8 @@ Expected<std::unique_ptr<RemoteStore>> RemoteStore::create(RemoteConfig config) 
   auto impl = std::make_unique<Impl>();
   impl->cfg = std::move(config);
   impl->url = std::move(url.value());
-  impl->backend = make_redis_backend(impl->cfg, impl->url);
+  impl->backend = impl->url.cluster ? make_cluster_backend(impl->cfg, impl->url)
+                                    : make_redis_backend(impl->cfg, impl->url);
   return std::unique_ptr<RemoteStore>(new RemoteStore(std::move(impl)));
 }
 

@@ -51,5 +51,7 @@ public:
 
 // redis:// and redis+unix://: one server.
 std::unique_ptr<RemoteBackend> make_redis_backend(const RemoteConfig &config, const RemoteUrl &url);
+// redis+cluster://: a Redis Cluster (remote_cluster.cpp).
+std::unique_ptr<RemoteBackend> make_cluster_backend(const RemoteConfig &config, const RemoteUrl &url);
 
 } // namespace hotlink::cache

@@ -2,6 +2,7 @@
 // whether or not the host has a Redis client (remote_unavailable.cpp).
 #include "hotlink/remote_cache.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 namespace hotlink::cache {
@@ -10,7 +11,7 @@ namespace {
 
 Error bad_url(const std::string &url, const std::string &what) {
   return make_error(ErrorCode::BadRequest, "bad remote cache URL: " + what, url, "--remote",
-                    "use redis://HOST[:PORT][/DB] or redis+unix:///PATH");
+                    "use redis://HOST[:PORT][/DB], redis+unix:///PATH or redis+cluster://HOST:PORT[,HOST:PORT...]");
 }
 
 bool parse_int(const std::string &s, int lo, int hi, int &out) {
@@ -18,6 +19,53 @@ bool parse_int(const std::string &s, int lo, int hi, int &out) {
     return false;
   out = std::atoi(s.c_str());
   return out >= lo && out <= hi;
+}
+
+// HOST[:PORT] or [IPV6][:PORT] into u.host and u.port; an error text.
+std::string parse_host_port(const std::string &hostport, RemoteUrl &u) {
+  std::size_t colon = hostport.rfind(':');
+  if (!hostport.empty() && hostport[0] == '[') { // [::1]:6379
+    std::size_t close = hostport.find(']');
+    if (close == std::string::npos)
+      return "an IPv6 address lacks its ']'";
+    u.host = hostport.substr(1, close - 1);
+    colon = hostport.size() > close + 1 && hostport[close + 1] == ':' ? close + 1 : std::string::npos;
+    if (colon == std::string::npos && hostport.size() != close + 1)
+      return "junk after the IPv6 address";
+  } else {
+    u.host = hostport.substr(0, colon);
+  }
+  if (u.host.empty())
+    return "no host";
+  if (colon != std::string::npos && !parse_int(hostport.substr(colon + 1), 1, 65535, u.port))
+    return "the port '" + hostport.substr(colon + 1) + "' is not 1-65535";
+  return {};
+}
+
+std::string host_port_text(const std::string &host, int port) {
+  return (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
+// redis+cluster://: a comma-separated list of nodes, no database (a
+// cluster has only database 0).
+Expected<RemoteUrl> parse_cluster(const std::string &url, const std::string &rest, RemoteUrl u) {
+  u.cluster = true;
+  if (rest.find('/') != std::string::npos || rest.find('?') != std::string::npos)
+    return bad_url(url, "a cluster has no database to choose (only 0): remove the '/...'");
+  std::string display;
+  for (std::size_t start = 0; start <= rest.size();) {
+    std::size_t comma = std::min(rest.find(',', start), rest.size());
+    RemoteUrl node;
+    if (std::string why = parse_host_port(rest.substr(start, comma - start), node); !why.empty())
+      return bad_url(url, "node " + std::to_string(u.seeds.size() + 1) + ": " + why);
+    u.seeds.emplace_back(node.host, node.port);
+    display += (display.empty() ? "" : ",") + host_port_text(node.host, node.port);
+    start = comma + 1;
+  }
+  u.host = u.seeds[0].first;
+  u.port = u.seeds[0].second;
+  u.display = "redis+cluster://" + display;
+  return u;
 }
 
 } // namespace
@@ -30,8 +78,11 @@ Expected<RemoteUrl> parse_remote_url(const std::string &url) {
   } else if (url.rfind("redis+unix://", 0) == 0) {
     u.unix_socket = true;
     rest = url.substr(13);
+  } else if (url.rfind("redis+cluster://", 0) == 0) {
+    u.cluster = true;
+    rest = url.substr(16);
   } else {
-    return bad_url(url, "the scheme is not redis:// or redis+unix://");
+    return bad_url(url, "the scheme is not redis://, redis+unix:// or redis+cluster://");
   }
   if (std::size_t at = rest.find('@'); at != std::string::npos) {
     std::string auth = rest.substr(0, at);
@@ -41,6 +92,8 @@ Expected<RemoteUrl> parse_remote_url(const std::string &url) {
     if (u.password.empty())
       return bad_url(url, "an empty password");
   }
+  if (u.cluster)
+    return parse_cluster(url, rest, std::move(u));
   if (u.unix_socket) {
     std::string query;
     if (std::size_t q = rest.find('?'); q != std::string::npos) {
@@ -62,24 +115,9 @@ Expected<RemoteUrl> parse_remote_url(const std::string &url) {
   }
   if (!db.empty() && !parse_int(db, 0, 65535, u.db))
     return bad_url(url, "the database '" + db + "' is not a number");
-  std::size_t colon = hostport.rfind(':');
-  if (!hostport.empty() && hostport[0] == '[') { // [::1]:6379
-    std::size_t close = hostport.find(']');
-    if (close == std::string::npos)
-      return bad_url(url, "an IPv6 address lacks its ']'");
-    u.host = hostport.substr(1, close - 1);
-    colon = hostport.size() > close + 1 && hostport[close + 1] == ':' ? close + 1 : std::string::npos;
-    if (colon == std::string::npos && hostport.size() != close + 1)
-      return bad_url(url, "junk after the IPv6 address");
-  } else {
-    u.host = hostport.substr(0, colon);
-  }
-  if (u.host.empty())
-    return bad_url(url, "no host");
-  if (colon != std::string::npos && !parse_int(hostport.substr(colon + 1), 1, 65535, u.port))
-    return bad_url(url, "the port '" + hostport.substr(colon + 1) + "' is not 1-65535");
-  u.display = "redis://" + (hostport[0] == '[' ? "[" + u.host + "]" : u.host) + ":" +
-              std::to_string(u.port) + (u.db ? "/" + std::to_string(u.db) : "");
+  if (std::string why = parse_host_port(hostport, u); !why.empty())
+    return bad_url(url, why);
+  u.display = "redis://" + host_port_text(u.host, u.port) + (u.db ? "/" + std::to_string(u.db) : "");
   return u;
 }
 

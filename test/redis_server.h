@@ -40,10 +40,23 @@ inline int free_port() {
   return ntohs(a.sin_port);
 }
 
+// One command with binary-safe words on `c`; the reply (free it), or null.
+inline redisReply *redis_command(redisContext *c, const std::vector<std::string> &args) {
+  std::vector<const char *> argv;
+  std::vector<size_t> lens;
+  for (const std::string &a : args) {
+    argv.push_back(a.data());
+    lens.push_back(a.size());
+  }
+  return static_cast<redisReply *>(redisCommandArgv(c, static_cast<int>(args.size()), argv.data(), lens.data()));
+}
+
 class RedisServer {
 public:
-  // `dir` must exist; the socket and log go there.
-  explicit RedisServer(std::string dir) : dir_(std::move(dir)), port_(free_port()) {}
+  // `dir` must exist; the socket and log go there. `extra`: more of
+  // redis-server's options (a cluster node's).
+  explicit RedisServer(std::string dir, std::vector<std::string> extra = {})
+      : dir_(std::move(dir)), extra_(std::move(extra)), port_(free_port()) {}
   ~RedisServer() { stop(); }
   RedisServer(const RedisServer &) = delete;
   RedisServer &operator=(const RedisServer &) = delete;
@@ -62,10 +75,14 @@ public:
       ::dup2(null, 0);
       ::dup2(null, 1);
       ::dup2(null, 2);
-      ::execl(HOTLINK_REDIS_SERVER_PATH, HOTLINK_REDIS_SERVER_PATH, "--port", port.c_str(), "--bind",
-              "127.0.0.1", "--unixsocket", sock.c_str(), "--unixsocketperm", "700", "--save", "",
-              "--appendonly", "no", "--dir", dir_.c_str(), "--logfile", log.c_str(),
-              "--protected-mode", "no", static_cast<char *>(nullptr));
+      std::vector<const char *> argv = {HOTLINK_REDIS_SERVER_PATH, "--port", port.c_str(), "--bind", "127.0.0.1",
+                                        "--unixsocket", sock.c_str(), "--unixsocketperm", "700", "--save", "",
+                                        "--appendonly", "no", "--dir", dir_.c_str(), "--logfile", log.c_str(),
+                                        "--protected-mode", "no"};
+      for (const std::string &e : extra_)
+        argv.push_back(e.c_str());
+      argv.push_back(nullptr);
+      ::execv(HOTLINK_REDIS_SERVER_PATH, const_cast<char *const *>(argv.data()));
       std::_Exit(127);
     }
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
@@ -126,6 +143,7 @@ public:
 
 private:
   std::string dir_;
+  std::vector<std::string> extra_;
   int port_;
   pid_t pid_ = -1;
 };

@@ -1,11 +1,14 @@
-// The cache's remote tier: one Redis server shared by many hosts.
+// The cache's remote tier: one Redis server, or a Redis Cluster, shared by
+// many hosts.
 //
 // Contract:
 // - A remote entry is four Redis strings, PREFIX<key>:m (the manifest, a
 //   signed statement: hotlink/signature.h), :a (the artifact), :d and :l
 //   (COFF .def and import library, when present). A publish writes them in
 //   one MULTI/EXEC, so a reader never sees a new manifest with old files;
-//   each has the configured TTL.
+//   each has the configured TTL. In a cluster they are PREFIX{<key>}:m and
+//   so on: the hash tag puts an entry in one slot, so one node serves it
+//   and its MULTI/EXEC.
 // - Reads are bounded: the manifest is read with GETRANGE up to 16 MiB,
 //   then each file up to the size the manifest declares (which the cache
 //   checks against max_entry_bytes first), so a hostile server cannot make
@@ -14,7 +17,12 @@
 //   throws. After a failure (unreachable, timeout, protocol error, a reply
 //   of the wrong type) the store stays unused for a backoff period that
 //   doubles up to backoff_max, then is tried again; calls during the
-//   backoff return Skipped at once.
+//   backoff return Skipped at once. In a cluster each node has its own
+//   backoff: a dead master's entries are misses while the others' hit.
+// - A cluster's slots are read from any reachable node (CLUSTER SLOTS),
+//   again after a node fails or answers MOVED; ASK is followed for the one
+//   command. A master's promoted replica is found by that refresh; until
+//   then its slots are Skipped, never answered by another node.
 // - A remote miss by a host that can publish takes a lease on the key
 //   (SET NX PX), so that hosts missing the same key at once link it once:
 //   the others wait for the entry (at most lease_wait), then link anyway.
@@ -31,6 +39,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace hotlink::cache {
@@ -43,9 +52,15 @@ struct HOTLINK_API RemoteUrl {
   int db = 0;           // SELECTed after connecting
   std::string password; // AUTH, from redis://:PASSWORD@host
   std::string display;  // the URL without its password, for messages
+  // redis+cluster://: the nodes asked for the cluster's slots (host and
+  // port above are the first of them).
+  bool cluster = false;
+  std::vector<std::pair<std::string, int>> seeds;
 };
 
-// redis://[:PASSWORD@]HOST[:PORT][/DB] or redis+unix://[:PASSWORD@]/PATH[?db=N].
+// redis://[:PASSWORD@]HOST[:PORT][/DB], redis+unix://[:PASSWORD@]/PATH[?db=N]
+// or redis+cluster://[:PASSWORD@]HOST:PORT[,HOST:PORT...] (a Redis Cluster:
+// any of its nodes; keys are routed by slot, each entry's parts share one).
 // Errors (BadRequest) name the URL and the part that is wrong.
 HOTLINK_API Expected<RemoteUrl> parse_remote_url(const std::string &url);
 

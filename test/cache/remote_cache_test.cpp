@@ -128,13 +128,7 @@ std::string redis_cmd(const std::vector<std::string> &args) {
   redisContext *c = redis().connect();
   if (!c)
     return "<no connection>";
-  std::vector<const char *> argv;
-  std::vector<size_t> lens;
-  for (const std::string &a : args) {
-    argv.push_back(a.data());
-    lens.push_back(a.size());
-  }
-  auto *r = static_cast<redisReply *>(redisCommandArgv(c, static_cast<int>(args.size()), argv.data(), lens.data()));
+  redisReply *r = test::redis_command(c, args);
   std::string out = r && r->str ? std::string(r->str, r->len) : "";
   if (r)
     freeReplyObject(r);
