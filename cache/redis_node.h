@@ -4,6 +4,8 @@
 // one node; a cluster is one per master (remote_redis.cpp).
 #pragma once
 
+#include "cache/backoff.h"
+
 #include <hiredis/hiredis.h>
 
 #include <chrono>
@@ -38,23 +40,6 @@ using Context = std::unique_ptr<redisContext, ContextFree>;
 using Command = std::vector<std::string>;
 inline const std::string kBinary = "\x01" "BIN";
 using BinaryArgs = std::vector<std::pair<const void *, std::size_t>>;
-
-// A server that failed stays unused for a period that doubles from min up
-// to max after each failure, and is tried again after it.
-class Backoff {
-public:
-  Backoff(std::chrono::milliseconds min, std::chrono::milliseconds max) : min_(min), max_(max) {}
-  bool usable() const;
-  void succeeded();
-  // Starts or lengthens the backoff; returns its length.
-  std::chrono::milliseconds failed();
-
-private:
-  mutable std::mutex mu_;
-  std::chrono::steady_clock::time_point retry_at_{};
-  std::chrono::milliseconds current_{0};
-  const std::chrono::milliseconds min_, max_;
-};
 
 struct NodeAddress {
   bool unix_socket = false;

@@ -90,8 +90,15 @@ Expected<std::unique_ptr<RemoteStore>> RemoteStore::create(RemoteConfig config) 
   auto impl = std::make_unique<Impl>();
   impl->cfg = std::move(config);
   impl->url = std::move(url.value());
-  impl->backend = impl->url.cluster ? make_cluster_backend(impl->cfg, impl->url)
-                                    : make_redis_backend(impl->cfg, impl->url);
+  if (impl->url.http) {
+    auto http = make_http_backend(impl->cfg, impl->url);
+    if (!http)
+      return http.take_error();
+    impl->backend = std::move(http.value());
+  } else {
+    impl->backend = impl->url.cluster ? make_cluster_backend(impl->cfg, impl->url)
+                                      : make_redis_backend(impl->cfg, impl->url);
+  }
   return std::unique_ptr<RemoteStore>(new RemoteStore(std::move(impl)));
 }
 

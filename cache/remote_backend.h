@@ -1,5 +1,6 @@
-// The storage under RemoteStore (hotlink/remote_cache.h): a Redis server
-// or a Redis Cluster (remote_redis.cpp, remote_cluster.cpp). RemoteStore
+// The storage under RemoteStore (hotlink/remote_cache.h): a Redis server,
+// a Redis Cluster or an HTTP server (remote_redis.cpp, remote_cluster.cpp,
+// remote_http.cpp). RemoteStore
 // keeps what every backend shares: the publish queue and its events, the
 // size limits, the lease protocol's waiting. A backend keeps its own
 // connections and backoff, since one cluster node that fails must not stop
@@ -53,5 +54,7 @@ public:
 std::unique_ptr<RemoteBackend> make_redis_backend(const RemoteConfig &config, const RemoteUrl &url);
 // redis+cluster://: a Redis Cluster (remote_cluster.cpp).
 std::unique_ptr<RemoteBackend> make_cluster_backend(const RemoteConfig &config, const RemoteUrl &url);
+// http:// and https:// (remote_http.cpp). Errors: the credentials file.
+Expected<std::unique_ptr<RemoteBackend>> make_http_backend(const RemoteConfig &config, const RemoteUrl &url);
 
 } // namespace hotlink::cache

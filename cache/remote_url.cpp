@@ -11,7 +11,8 @@ namespace {
 
 Error bad_url(const std::string &url, const std::string &what) {
   return make_error(ErrorCode::BadRequest, "bad remote cache URL: " + what, url, "--remote",
-                    "use redis://HOST[:PORT][/DB], redis+unix:///PATH or redis+cluster://HOST:PORT[,HOST:PORT...]");
+                    "use redis://HOST[:PORT][/DB], redis+unix:///PATH, redis+cluster://HOST:PORT[,HOST:PORT...] "
+                    "or http[s]://HOST[:PORT]/PATH");
 }
 
 bool parse_int(const std::string &s, int lo, int hi, int &out) {
@@ -68,6 +69,33 @@ Expected<RemoteUrl> parse_cluster(const std::string &url, const std::string &res
   return u;
 }
 
+// http[s]://HOST[:PORT][/PATH]: objects go under PATH. Credentials come
+// from a file (RemoteConfig::auth_file), never from the URL, which is
+// printed in messages and seen by other users in a process list.
+Expected<RemoteUrl> parse_http(const std::string &url) {
+  RemoteUrl u;
+  u.http = true;
+  bool tls = url[4] == 's';
+  std::string rest = url.substr(tls ? 8 : 7);
+  std::size_t slash = rest.find('/');
+  std::string hostport = rest.substr(0, slash), path = slash == std::string::npos ? "" : rest.substr(slash);
+  if (std::size_t at = hostport.find('@'); at != std::string::npos) // named without them
+    return make_error(ErrorCode::BadRequest, "bad remote cache URL: credentials in the URL",
+                      url.substr(0, tls ? 8 : 7) + "***" + url.substr((tls ? 8 : 7) + at), "--remote",
+                      "put 'Bearer TOKEN' or 'USER:PASSWORD' in a file only you can read, and name it with "
+                      "--remote-auth-file");
+  if (path.find_first_of("?#") != std::string::npos)
+    return bad_url(url, "a query or fragment: objects are named by their path alone");
+  u.port = tls ? 443 : 80;
+  if (std::string why = parse_host_port(hostport, u); !why.empty())
+    return bad_url(url, why);
+  while (!path.empty() && path.back() == '/')
+    path.pop_back();
+  u.base = std::string(tls ? "https://" : "http://") + host_port_text(u.host, u.port) + path;
+  u.display = u.base;
+  return u;
+}
+
 } // namespace
 
 Expected<RemoteUrl> parse_remote_url(const std::string &url) {
@@ -81,8 +109,10 @@ Expected<RemoteUrl> parse_remote_url(const std::string &url) {
   } else if (url.rfind("redis+cluster://", 0) == 0) {
     u.cluster = true;
     rest = url.substr(16);
+  } else if (url.rfind("http://", 0) == 0 || url.rfind("https://", 0) == 0) {
+    return parse_http(url);
   } else {
-    return bad_url(url, "the scheme is not redis://, redis+unix:// or redis+cluster://");
+    return bad_url(url, "the scheme is not redis://, redis+unix://, redis+cluster://, http:// or https://");
   }
   if (std::size_t at = rest.find('@'); at != std::string::npos) {
     std::string auth = rest.substr(0, at);

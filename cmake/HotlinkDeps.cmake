@@ -71,5 +71,6 @@ pkg_check_modules(HIREDIS REQUIRED IMPORTED_TARGET hiredis)
 pkg_check_modules(SODIUM REQUIRED IMPORTED_TARGET libsodium)
 find_program(HOTLINK_REDIS_SERVER NAMES redis-server PATHS /usr/bin /usr/sbin)
 find_program(HOTLINK_REDIS_CLI NAMES redis-cli PATHS /usr/bin) # a cluster is created by redis-cli --cluster
+find_program(HOTLINK_NGINX NAMES nginx PATHS /usr/sbin) # the HTTP remote is tested against its WebDAV
 
 include(${CMAKE_CURRENT_LIST_DIR}/HotlinkRuntimeDeps.cmake)

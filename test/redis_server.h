@@ -9,6 +9,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -51,55 +52,48 @@ inline redisReply *redis_command(redisContext *c, const std::vector<std::string>
   return static_cast<redisReply *>(redisCommandArgv(c, static_cast<int>(args.size()), argv.data(), lens.data()));
 }
 
-class RedisServer {
+// A server process of a test: started with its output to /dev/null (a
+// server that outlived the test would keep ctest waiting on the pipe),
+// killed (SIGKILL) by stop() or when destroyed.
+class ServerProcess {
 public:
-  // `dir` must exist; the socket and log go there. `extra`: more of
-  // redis-server's options (a cluster node's).
-  explicit RedisServer(std::string dir, std::vector<std::string> extra = {})
-      : dir_(std::move(dir)), extra_(std::move(extra)), port_(free_port()) {}
-  ~RedisServer() { stop(); }
-  RedisServer(const RedisServer &) = delete;
-  RedisServer &operator=(const RedisServer &) = delete;
+  ServerProcess() = default;
+  ~ServerProcess() { stop(); }
+  ServerProcess(const ServerProcess &) = delete;
+  ServerProcess &operator=(const ServerProcess &) = delete;
 
-  // Starts the server and waits until it answers PING. False if it did not
-  // within 10 s (the error says why).
-  bool start(std::string *error = nullptr) {
-    if (pid_ > 0)
-      return true;
-    std::string port = std::to_string(port_), sock = socket_path(), log = dir_ + "/redis.log";
+  // Runs argv and waits until ready() (true) or it exits or 10 s pass
+  // (false, with why, which names `log`).
+  bool start(const std::vector<std::string> &argv, const std::function<bool()> &ready, const std::string &log,
+             std::string *why) {
     pid_ = ::fork();
     if (pid_ == 0) {
-      // Not the test's stdout/stderr: a server that outlived the test
-      // would keep ctest waiting on the pipe.
       int null = ::open("/dev/null", O_RDWR);
       ::dup2(null, 0);
       ::dup2(null, 1);
       ::dup2(null, 2);
-      std::vector<const char *> argv = {HOTLINK_REDIS_SERVER_PATH, "--port", port.c_str(), "--bind", "127.0.0.1",
-                                        "--unixsocket", sock.c_str(), "--unixsocketperm", "700", "--save", "",
-                                        "--appendonly", "no", "--dir", dir_.c_str(), "--logfile", log.c_str(),
-                                        "--protected-mode", "no"};
-      for (const std::string &e : extra_)
-        argv.push_back(e.c_str());
-      argv.push_back(nullptr);
-      ::execv(HOTLINK_REDIS_SERVER_PATH, const_cast<char *const *>(argv.data()));
+      std::vector<const char *> words;
+      for (const std::string &a : argv)
+        words.push_back(a.c_str());
+      words.push_back(nullptr);
+      ::execv(words[0], const_cast<char *const *>(words.data()));
       std::_Exit(127);
     }
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     while (std::chrono::steady_clock::now() < deadline) {
-      if (ping())
+      if (ready())
         return true;
       int status = 0;
       if (::waitpid(pid_, &status, WNOHANG) == pid_) {
         pid_ = -1;
-        if (error)
-          *error = "redis-server (" HOTLINK_REDIS_SERVER_PATH ") exited at start; see " + log;
+        if (why)
+          *why = argv[0] + " exited at start; see " + log;
         return false;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
-    if (error)
-      *error = "redis-server did not answer PING within 10 s; see " + log;
+    if (why)
+      *why = argv[0] + " was not ready within 10 s; see " + log;
     return false;
   }
 
@@ -111,8 +105,38 @@ public:
     ::waitpid(pid_, nullptr, 0);
     pid_ = -1;
   }
-
   bool running() const { return pid_ > 0; }
+
+private:
+  pid_t pid_ = -1;
+};
+
+class RedisServer {
+public:
+  // `dir` must exist; the socket and log go there. `extra`: more of
+  // redis-server's options (a cluster node's).
+  explicit RedisServer(std::string dir, std::vector<std::string> extra = {})
+      : dir_(std::move(dir)), extra_(std::move(extra)), port_(free_port()) {}
+  RedisServer(const RedisServer &) = delete;
+  RedisServer &operator=(const RedisServer &) = delete;
+
+  // Starts the server and waits until it answers PING. False if it did not
+  // within 10 s (the error says why).
+  bool start(std::string *error = nullptr) {
+    if (process_.running())
+      return true;
+    std::vector<std::string> argv = {HOTLINK_REDIS_SERVER_PATH, "--port", std::to_string(port_), "--bind",
+                                     "127.0.0.1", "--unixsocket", socket_path(), "--unixsocketperm", "700",
+                                     "--save", "", "--appendonly", "no", "--dir", dir_, "--logfile",
+                                     dir_ + "/redis.log", "--protected-mode", "no"};
+    argv.insert(argv.end(), extra_.begin(), extra_.end());
+    return process_.start(argv, [this] { return ping(); }, dir_ + "/redis.log", error);
+  }
+
+  // SIGKILL: the server dies with whatever it was doing half done.
+  void stop() { process_.stop(); }
+
+  bool running() const { return process_.running(); }
   int port() const { return port_; }
   std::string url() const { return "redis://127.0.0.1:" + std::to_string(port_); }
   std::string socket_path() const { return dir_ + "/redis.sock"; }
@@ -145,7 +169,7 @@ private:
   std::string dir_;
   std::vector<std::string> extra_;
   int port_;
-  pid_t pid_ = -1;
+  ServerProcess process_;
 };
 
 } // namespace hotlink::test

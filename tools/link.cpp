@@ -30,7 +30,7 @@ struct Options {
   bool no_support_objects = false, no_default_libs = false, no_runtime_stubs = false, no_symbolic = false;
   std::string cxx_runtime = "auto", openmp_runtime = "auto", windows_crt, device_libs;
   // The cache and its remote tier.
-  std::string cache_dir, cache_max_bytes, sign_key, remote_url, remote_max_bytes;
+  std::string cache_dir, cache_max_bytes, sign_key, remote_url, remote_max_bytes, remote_auth_file;
   std::vector<std::string> trusted_keys;
   bool remote_sync = false, require_signed = false;
   std::optional<unsigned> remote_timeout_ms, remote_ttl;
@@ -145,10 +145,11 @@ void add_cache_options(CLI::App &app, Options &o) {
   app.add_option("--cache-max-bytes", o.cache_max_bytes, "the cache's size limit (default 1G; K, M, G suffixes)")
       ->type_name("N")->group(cache);
   app.add_option("--remote", o.remote_url,
-                 "with --cache: a Redis server shared with other hosts, redis://HOST[:PORT][/DB] or "
-                 "redis+unix:///PATH; a local miss asks it before linking, and what is linked here is "
-                 "published to it (needs --sign-key). If it is down, slow or returns garbage, the link goes "
-                 "on locally.")
+                 "with --cache: a store shared with other hosts: a Redis server, redis://HOST[:PORT][/DB] or "
+                 "redis+unix:///PATH; a Redis Cluster, redis+cluster://HOST:PORT[,HOST:PORT...]; or an HTTP "
+                 "server (WebDAV, bazel-remote), http[s]://HOST[:PORT]/PATH. A local miss asks it before "
+                 "linking, and what is linked here is published to it (needs --sign-key). If it is down, slow "
+                 "or returns garbage, the link goes on locally.")
       ->type_name("URL")->group(cache);
   app.add_option("--sign-key", o.sign_key,
                  "sign the cache entries this link stores and publishes (a key from `hotlink keygen`; its "
@@ -172,6 +173,9 @@ void add_cache_options(CLI::App &app, Options &o) {
   app.add_option("--remote-max-bytes", o.remote_max_bytes,
                  "larger entries are neither published nor read (default 64M)")
       ->type_name("N")->group(cache);
+  app.add_option("--remote-auth-file", o.remote_auth_file,
+                 "http[s]:// remotes: a file only you can read whose line is 'Bearer TOKEN' or 'USER:PASSWORD'")
+      ->type_name("FILE")->group(cache);
 }
 
 void add_options(CLI::App &app, Options &o) {
@@ -232,7 +236,8 @@ std::optional<std::string> complete(Options &o) {
   if (o.cache_dir.empty() && (remote || !o.sign_key.empty() || !o.trusted_keys.empty() || o.require_signed))
     return std::string(remote ? "--remote" : !o.sign_key.empty() ? "--sign-key" : "--trusted-key") +
            " needs --cache DIR (signatures and the remote tier are the cache's; sign a file with `hotlink sign`)";
-  if (!remote && (o.remote_sync || o.remote_timeout_ms || o.remote_ttl || !o.remote_max_bytes.empty()))
+  if (!remote &&
+      (o.remote_sync || o.remote_timeout_ms || o.remote_ttl || !o.remote_max_bytes.empty() || !o.remote_auth_file.empty()))
     return "the --remote-* options need --remote URL";
   std::uint64_t size = 0;
   if (!o.cache_max_bytes.empty() && (!parse_size(o.cache_max_bytes, size) || size == 0))
@@ -271,6 +276,7 @@ Expected<std::shared_ptr<cache::Cache>> open_cache(const Options &o) {
       remote.ttl = std::chrono::seconds(*o.remote_ttl);
     if (!o.remote_max_bytes.empty())
       parse_size(o.remote_max_bytes, remote.max_entry_bytes);
+    remote.auth_file = o.remote_auth_file;
     cc.remote = std::move(remote);
   }
   return cache::Cache::open(std::move(cc));

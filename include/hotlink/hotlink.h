@@ -123,8 +123,9 @@ typedef struct hotlink_cache_options {
   uint64_t max_entries;       /* 0 = unbounded */
   uint64_t max_age_seconds;   /* since last use; 0 = unbounded */
   int no_create;              /* 1: DIR must already be a cache (HOTLINK_INPUT_NOT_FOUND) */
-  /* The remote tier: a Redis server shared with other hosts
-   * (redis://HOST[:PORT][/DB] or redis+unix:///PATH), the public key files
+  /* The remote tier: a store shared with other hosts (redis://HOST[:PORT][/DB],
+   * redis+unix:///PATH, redis+cluster://HOST:PORT[,...] or
+   * http[s]://HOST[:PORT]/PATH without credentials), the public key files
    * of the signers to trust, and this host's signing key (NULL: this
    * process consumes, and publishes nothing). A remote entry is used only
    * when a trusted key signed it. */

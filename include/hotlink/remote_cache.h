@@ -1,5 +1,5 @@
-// The cache's remote tier: one Redis server, or a Redis Cluster, shared by
-// many hosts.
+// The cache's remote tier: one Redis server, a Redis Cluster or an HTTP
+// server, shared by many hosts.
 //
 // Contract:
 // - A remote entry is four Redis strings, PREFIX<key>:m (the manifest, a
@@ -26,6 +26,11 @@
 // - A remote miss by a host that can publish takes a lease on the key
 //   (SET NX PX), so that hosts missing the same key at once link it once:
 //   the others wait for the entry (at most lease_wait), then link anyway.
+//   HTTP has no atomic "set if absent": there, each host that misses links.
+// - Over HTTP an entry is objects BASE/<prefix><key>.m|a|d|l (the prefix's
+//   ':' written '-'); a publish HEADs the manifest (another host may have
+//   published it), PUTs the files, then the manifest; no TTL is sent (the
+//   server's own expiry rules apply).
 // - publish() is asynchronous unless `synchronous_publish`: a background
 //   thread sends queued entries (at most max_queued; more are dropped and
 //   counted). Destroying the store drains the queue for at most
@@ -56,11 +61,18 @@ struct HOTLINK_API RemoteUrl {
   // port above are the first of them).
   bool cluster = false;
   std::vector<std::pair<std::string, int>> seeds;
+  // http:// or https://: the URL objects are put under, without a
+  // trailing '/' (host and port above are its server's).
+  bool http = false;
+  std::string base;
 };
 
 // redis://[:PASSWORD@]HOST[:PORT][/DB], redis+unix://[:PASSWORD@]/PATH[?db=N]
 // or redis+cluster://[:PASSWORD@]HOST:PORT[,HOST:PORT...] (a Redis Cluster:
-// any of its nodes; keys are routed by slot, each entry's parts share one).
+// any of its nodes; keys are routed by slot, each entry's parts share one),
+// or http[s]://HOST[:PORT][/PATH] (one object per part under PATH, with
+// GET, PUT and HEAD: a WebDAV server, bazel-remote, an object store's
+// gateway; credentials never in the URL, see RemoteConfig::auth_file).
 // Errors (BadRequest) name the URL and the part that is wrong.
 HOTLINK_API Expected<RemoteUrl> parse_remote_url(const std::string &url);
 
@@ -75,6 +87,9 @@ struct HOTLINK_API RemoteConfig {
   std::chrono::milliseconds drain_timeout{5000};
   std::size_t max_queued = 64;
   std::string prefix = "hotlink:1:";
+  // http[s]://: a file (readable by its owner only) whose one line is
+  // "Bearer TOKEN" or "USER:PASSWORD" (Basic), sent with every request.
+  std::string auth_file;
   // One build per key across hosts: a host that misses takes a lease
   // (PREFIX<key>:b, SET NX with this expiry) before building; the others
   // wait up to lease_wait for its entry, then build themselves. A builder

@@ -10,6 +10,7 @@
 #include "hotlink/cache_entry.h"
 #include "hotlink/load.h"
 #include "hotlink/signature.h"
+#include "test/cache/remote_host.h"
 #include "test/redis_server.h"
 #include "test/support.h"
 
@@ -32,6 +33,7 @@ using cache::Cache;
 using signature::PublicKey;
 using signature::SecretKey;
 using test::Bytes;
+using test::warnings_of;
 
 Bytes kernel(int k = 3) {
   return test::compile_c(host_target(), "int f(int x) { return x * " + std::to_string(k) +
@@ -116,12 +118,6 @@ HostOptions consumer(const PublicKey &k) {
   return o;
 }
 
-std::string warnings_of(const LinkResult &r) {
-  std::string w;
-  for (const Diagnostic &d : r.diagnostics)
-    w += d.message + "\n";
-  return w;
-}
 
 // Runs a Redis command with binary-safe arguments; returns the reply's string.
 std::string redis_cmd(const std::vector<std::string> &args) {
@@ -157,7 +153,7 @@ TEST(RemoteUrl, ParsesWhatRedisClientsAcceptAndNamesWhatIsWrong) {
   EXPECT_TRUE(u->unix_socket);
   EXPECT_EQ(u->path, "/run/redis.sock");
   EXPECT_EQ(u->db, 2);
-  for (std::string bad : {"http://x", "redis://", "redis://h:0", "redis://h:99999", "redis://h/x",
+  for (std::string bad : {"memcached://x", "redis://", "redis://h:0", "redis://h:99999", "redis://h/x",
                           "redis+unix://relative.sock", "redis://[::1"}) {
     auto e = cache::parse_remote_url(bad);
     ASSERT_FALSE(e.ok()) << bad;

@@ -10,6 +10,7 @@
 #include "hotlink/link_service.h"
 #include "hotlink/remote_cache.h"
 #include "hotlink/signature.h"
+#include "test/cache/remote_host.h"
 #include "test/redis_cluster.h"
 #include "test/support.h"
 
@@ -62,38 +63,8 @@ RedisCluster &cluster() {
   return c;
 }
 
-struct Host {
-  std::shared_ptr<Cache> cache;
-  std::unique_ptr<LinkService> service;
-  Host(const std::string &dir, const std::string &url, const std::optional<SecretKey> &sign,
-       const std::vector<signature::PublicKey> &trust) {
-    cache::Config c;
-    c.dir = dir;
-    c.sign_key = sign;
-    c.trusted_keys = trust;
-    c.remote = cache::RemoteConfig{};
-    c.remote->url = url;
-    c.remote->synchronous_publish = true;
-    c.remote->connect_timeout = c.remote->io_timeout = std::chrono::milliseconds(500);
-    c.remote->backoff_min = std::chrono::milliseconds(50);
-    c.remote->backoff_max = std::chrono::milliseconds(200);
-    auto opened = Cache::open(c);
-    EXPECT_TRUE(opened.ok()) << (opened.ok() ? "" : opened.error().to_string());
-    if (!opened.ok())
-      return;
-    cache = opened.value();
-    ServiceConfig sc;
-    sc.cache = cache;
-    service = std::make_unique<LinkService>(sc);
-  }
-};
-
-std::string warnings_of(const LinkResult &r) {
-  std::string w;
-  for (const Diagnostic &d : r.diagnostics)
-    w += d.message + "\n";
-  return w;
-}
+using Host = test::RemoteHost;
+using test::warnings_of;
 
 TEST(ClusterSlot, IsTheSlotTheServersCompute) {
   EXPECT_EQ(cache::cluster_crc16("123456789"), 0x31C3); // the cluster specification's check value
@@ -128,7 +99,7 @@ TEST(Cluster, EntriesSpreadOverEveryMasterAndHitOnAnotherHost) {
   std::string out_a = test::temp_dir(), out_b = test::temp_dir(); // one name: the key holds it
   Host a(test::temp_dir() + "/a", cluster().url(), key, {});
   Host b(test::temp_dir() + "/b", cluster().url(), std::nullopt, {key.public_key()});
-  ASSERT_TRUE(a.service && b.service);
+  ASSERT_TRUE(a.service && b.service) << (a.error ? a.error->to_string() : b.error ? b.error->to_string() : "");
   for (int k = 0; k < kKeys; ++k) {
     LinkResult r = a.service->link(request(kernel(k), out_a + "/k" + std::to_string(k) + ".so"));
     ASSERT_TRUE(r.ok()) << r.error->to_string();
