@@ -10,6 +10,8 @@
 
 #include <fstream>
 
+#include <sys/stat.h>
+
 #ifndef HOTLINK_NGINX_PATH
 #define HOTLINK_NGINX_PATH "/usr/sbin/nginx"
 #endif
