@@ -1,5 +1,5 @@
-// The remote cache on a host without a Redis client (Windows: Debian has
-// no hiredis built for mingw-w64). RemoteStore::create reads the URL, so a
+// The remote cache on a host without a Redis client or libcurl (Windows:
+// Debian builds neither for mingw-w64). RemoteStore::create reads the URL, so a
 // malformed one is still named as such, and then refuses with what is
 // missing; no RemoteStore is ever made, so a Cache configured with a
 // remote fails to open with that error instead of running without it.
@@ -21,7 +21,7 @@ Expected<std::unique_ptr<RemoteStore>> RemoteStore::create(RemoteConfig config) 
     return url.take_error();
   return make_error(ErrorCode::BadRequest,
                     "this build of hotlink has no remote cache: its host (Windows) has no Redis client "
-                    "(Debian builds none for mingw-w64)",
+                    "and no libcurl (Debian builds neither for mingw-w64)",
                     url->display, "--remote",
                     "use the local cache on this host; a Linux host can fill it (the on-disk format is the same)");
 }

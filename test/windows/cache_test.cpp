@@ -147,7 +147,12 @@ TEST(WindowsCache, ARemoteCacheIsRefusedByNameOnThisHost) {
   ASSERT_FALSE(opened);
   EXPECT_EQ(opened.error().input, "redis://cache.example:6379/2");
   EXPECT_NE(opened.error().message.find("no Redis client"), std::string::npos) << opened.error().to_string();
-  remote.url = "http://cache.example";
+  remote.url = "http://cache.example/c"; // nor an HTTP one: no libcurl for mingw-w64 either
+  c.remote = remote;
+  auto http = cache::Cache::open(c);
+  ASSERT_FALSE(http);
+  EXPECT_NE(http.error().message.find("no remote cache"), std::string::npos) << http.error().to_string();
+  remote.url = "memcached://cache.example";
   c.remote = remote;
   auto bad = cache::Cache::open(c);
   ASSERT_FALSE(bad);
