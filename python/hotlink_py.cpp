@@ -6,6 +6,7 @@
 #include "python/bindings.h"
 
 #include "hotlink/cache.h"
+#include "hotlink/signature.h"
 #include "hotlink/link.h"
 #include "hotlink/link_service.h"
 #include "hotlink/verify_target.h"
@@ -351,15 +352,33 @@ void bind_cache_and_loading(py::module_ &m) {
       }, "Loads it, checked against its manifest (and its signature when the cache trusts keys).");
 
   py::class_<Cache>(m, "Cache", "A cache directory shared safely by any number of processes.")
-      .def(py::init([](const py::object &dir, std::uint64_t max_bytes, bool create) {
+      .def(py::init([](const py::object &dir, std::uint64_t max_bytes, bool create,
+                       const std::optional<std::string> &remote, const std::vector<std::string> &trusted_keys,
+                       const std::optional<std::string> &sign_key, const std::optional<std::string> &remote_auth_file) {
+             auto path = [](const py::object &p) { return py::module_::import("os").attr("fspath")(p).cast<std::string>(); };
              cache::Config config;
-             config.dir = py::module_::import("os").attr("fspath")(dir).cast<std::string>();
+             config.dir = path(dir);
              if (max_bytes)
                config.limits.max_bytes = max_bytes;
              config.create = create;
+             for (const std::string &k : trusted_keys)
+               config.trusted_keys.push_back(take(signature::read_public_key(k)));
+             if (sign_key)
+               config.sign_key = take(signature::read_secret_key(*sign_key));
+             if (remote) {
+               config.remote = cache::RemoteConfig{};
+               config.remote->url = *remote;
+               config.remote->auth_file = remote_auth_file.value_or("");
+             }
              return Cache{take(cache::Cache::open(std::move(config)))};
            }),
-           py::arg("dir"), py::arg("max_bytes") = 0, py::arg("create") = true)
+           py::arg("dir"), py::arg("max_bytes") = 0, py::arg("create") = true, py::kw_only(),
+           py::arg("remote") = py::none(), py::arg("trusted_keys") = std::vector<std::string>{},
+           py::arg("sign_key") = py::none(), py::arg("remote_auth_file") = py::none(),
+           "The cache in `dir`. `remote`: a store shared with other hosts (redis://, redis+cluster:// or "
+           "http[s]:// URL), whose entries are used only when one of `trusted_keys` (public key files) signed "
+           "them; with `sign_key` (a secret key file) what this process builds is signed and published. "
+           "`remote_auth_file`: an http remote's credentials file (owner-only: 'Bearer TOKEN' or USER:PASSWORD).")
       .def("get_or_build", &Cache::get_or_build, py::arg("key"), py::arg("producer"),
            "The entry of `key` (str or bytes): from the cache when it holds a valid one, else producer() is "
            "called (once across processes asking at once) and what it returns (a Result or bytes) is stored.")
@@ -367,7 +386,9 @@ void bind_cache_and_loading(py::module_ &m) {
         cache::Stats s = c.cache->stats();
         return py::dict(py::arg("hits") = s.hits, py::arg("misses") = s.misses, py::arg("stores") = s.stores,
                         py::arg("entries") = s.entries, py::arg("bytes") = s.bytes,
-                        py::arg("saved_ms") = s.saved_ms);
+                        py::arg("saved_ms") = s.saved_ms, py::arg("remote_hits") = s.remote_hits,
+                        py::arg("remote_misses") = s.remote_misses, py::arg("remote_errors") = s.remote_errors,
+                        py::arg("remote_refused") = s.remote_refused, py::arg("published") = s.published);
       })
       .def_property_readonly("dir", [](const Cache &c) { return c.cache->config().dir; });
 

@@ -217,6 +217,52 @@ class Cache(unittest.TestCase):
             self.assertEqual(linker.link([obj]).cache, "hit")
 
 
+class Remote(unittest.TestCase):
+    """The remote tier from Python: a real redis-server on loopback."""
+
+    def test_an_entry_one_cache_publishes_is_a_remote_hit_in_another(self):
+        import gc
+        import socket
+        import time
+        with tempfile.TemporaryDirectory() as d:
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                port = s.getsockname()[1]
+            server = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                                       "--appendonly", "no", "--dir", d],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            try:
+                for _ in range(500):
+                    try:
+                        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                        break
+                    except OSError:
+                        time.sleep(0.01)
+                cli = os.path.join(os.path.dirname(hotlink.__file__), "..", "bin", "hotlink")
+                subprocess.run([cli, "keygen", "-o", os.path.join(d, "ci")], check=True, capture_output=True)
+                url = "redis://127.0.0.1:%d" % port
+                a = hotlink.Cache(os.path.join(d, "a"), remote=url, sign_key=os.path.join(d, "ci"))
+                self.assertFalse(a.get_or_build("scale:v7", lambda: hotlink.link([kernel(7)])).hit)
+                del a  # closing the cache drains what it publishes
+                gc.collect()
+
+                def built_again():
+                    raise AssertionError("the entry was built again")
+
+                b = hotlink.Cache(os.path.join(d, "b"), remote=url, trusted_keys=[os.path.join(d, "ci.pub")])
+                entry = b.get_or_build("scale:v7", built_again)
+                self.assertTrue(entry.hit)
+                self.assertEqual(b.stats()["remote_hits"], 1)
+                lib = entry.load()
+                self.assertEqual(SCALE(lib.symbol("scale"))(3), 21)
+                with self.assertRaises(hotlink.Error) as caught:  # a remote needs a key to trust
+                    hotlink.Cache(os.path.join(d, "c"), remote=url)
+                self.assertIn(caught.exception.code, ("bad-request", "key-error"))
+            finally:
+                server.kill()
+                server.wait()
+
+
 class Reload(unittest.TestCase):
     def test_versions_swap_a_broken_one_is_refused_and_rollback_works(self):
         module = hotlink.HotModule()
