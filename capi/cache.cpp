@@ -10,7 +10,7 @@ using capi::str;
 namespace {
 
 // The remote tier and the keys of `o`, as cache::Config takes them.
-std::optional<Error> add_trust(const hotlink_cache_options &o, cache::Config &config) {
+std::optional<Error> add_trust(const hotlink_cache_options &o, const char *auth_file, cache::Config &config) {
   for (size_t i = 0; o.trusted_key_files && i < o.trusted_key_count; ++i) {
     if (!o.trusted_key_files[i])
       return capi::bad_argument("hotlink_cache_open", "trusted_key_files[i]");
@@ -28,6 +28,7 @@ std::optional<Error> add_trust(const hotlink_cache_options &o, cache::Config &co
   if (o.remote_url && *o.remote_url) {
     cache::RemoteConfig remote;
     remote.url = o.remote_url;
+    remote.auth_file = auth_file ? auth_file : "";
     config.remote = std::move(remote);
   }
   config.require_signed = o.require_signed != 0;
@@ -39,6 +40,11 @@ std::optional<Error> add_trust(const hotlink_cache_options &o, cache::Config &co
 extern "C" {
 
 hotlink_cache *hotlink_cache_open(const hotlink_cache_options *options, hotlink_error **error) {
+  return hotlink_cache_open_with_auth(options, nullptr, error);
+}
+
+hotlink_cache *hotlink_cache_open_with_auth(const hotlink_cache_options *options, const char *remote_auth_file,
+                                            hotlink_error **error) {
   return capi::guarded(error, static_cast<hotlink_cache *>(nullptr), [&]() -> hotlink_cache * {
     if (!options)
       return capi::report(error, capi::bad_argument("hotlink_cache_open", "options")), nullptr;
@@ -51,7 +57,7 @@ hotlink_cache *hotlink_cache_open(const hotlink_cache_options *options, hotlink_
       config.limits.max_bytes = options->max_bytes;
     config.limits.max_entries = options->max_entries;
     config.limits.max_age = std::chrono::seconds(options->max_age_seconds);
-    if (auto e = add_trust(*options, config))
+    if (auto e = add_trust(*options, remote_auth_file, config))
       return capi::report(error, std::move(*e)), nullptr;
     auto opened = cache::Cache::open(std::move(config));
     if (!opened)

@@ -125,7 +125,8 @@ typedef struct hotlink_cache_options {
   int no_create;              /* 1: DIR must already be a cache (HOTLINK_INPUT_NOT_FOUND) */
   /* The remote tier: a store shared with other hosts (redis://HOST[:PORT][/DB],
    * redis+unix:///PATH, redis+cluster://HOST:PORT[,...] or
-   * http[s]://HOST[:PORT]/PATH without credentials), the public key files
+   * http[s]://HOST[:PORT]/PATH without credentials: see
+   * hotlink_cache_open_with_auth), the public key files
    * of the signers to trust, and this host's signing key (NULL: this
    * process consumes, and publishes nothing). A remote entry is used only
    * when a trusted key signed it. */
@@ -140,6 +141,12 @@ typedef struct hotlink_cache_options {
  * another user, the group or others can write to it (HOTLINK_CACHE_UNSAFE).
  * Safe from any thread; the handle is too. */
 hotlink_cache *hotlink_cache_open(const hotlink_cache_options *options, hotlink_error **error);
+/* hotlink_cache_open with the credentials of an http[s]:// remote_url: a
+ * file only its owner can read whose one line is "Bearer TOKEN" or
+ * "USER:PASSWORD" (Basic); NULL for none. (A function of its own, so that
+ * hotlink_cache_options keeps its size.) */
+hotlink_cache *hotlink_cache_open_with_auth(const hotlink_cache_options *options, const char *remote_auth_file,
+                                            hotlink_error **error);
 /* Flushes the counters. A service given this cache keeps using it. */
 void hotlink_cache_close(hotlink_cache *cache);
 

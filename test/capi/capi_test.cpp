@@ -5,12 +5,16 @@
 // (samples/c_api.c, run by samples.c_api and the install test).
 #include "hotlink/hotlink.h"
 
+#include "hotlink/signature.h"
+#include "test/http_server.h"
 #include "test/support.h"
 
 #include <gtest/gtest.h>
 
 #include <functional>
 #include <string>
+
+#include <sys/stat.h>
 
 namespace {
 
@@ -177,6 +181,68 @@ TEST(CApi, AProducerThatFailsStoresNothingAndTheNextCallBuilds) {
   hotlink_entry_destroy(hit);
   hotlink_service_destroy(s);
   hotlink_cache_close(c);
+}
+
+// An http remote that wants a token, from C: the token comes from the
+// auth file given to hotlink_cache_open_with_auth; one cache publishes,
+// another (its own directory, the same file) hits without building; a file
+// others can read is refused, naming it.
+TEST(CApi, AnHttpRemoteGetsItsCredentialsFromTheAuthFile) {
+  std::string dir = hotlink::test::temp_dir();
+  hotlink::test::NginxServer nginx(dir + "/nginx", "t0ken");
+  ::mkdir((dir + "/nginx").c_str(), 0700);
+  std::string why;
+  ASSERT_TRUE(nginx.start(&why)) << why;
+  ASSERT_FALSE(hotlink::signature::write_key_pair(hotlink::signature::SecretKey::generate(), dir + "/ci").has_value());
+  std::string auth = dir + "/auth", url = nginx.url(), pub = dir + "/ci.pub", key = dir + "/ci";
+  hotlink::test::write_file(auth, Bytes{'B', 'e', 'a', 'r', 'e', 'r', ' ', 't', '0', 'k', 'e', 'n', '\n'});
+  ::chmod(auth.c_str(), 0600);
+  hotlink_service *s = hotlink_service_create(nullptr);
+  struct State {
+    hotlink_service *service;
+    Bytes object;
+    int calls = 0;
+  } state{s, kernel(4)};
+  auto produce = [](void *user, hotlink_build *b) {
+    auto *st = static_cast<State *>(user);
+    ++st->calls;
+    hotlink_result *res = link_bytes(st->service, st->object);
+    hotlink_build_set_result(b, res);
+    hotlink_result_destroy(res);
+  };
+  const char *trusted[] = {pub.c_str()};
+  for (const char *host : {"a", "b"}) {
+    std::string cache_dir = dir + "/" + host;
+    hotlink_cache_options o{};
+    o.dir = cache_dir.c_str();
+    o.remote_url = url.c_str();
+    o.trusted_key_files = trusted;
+    o.trusted_key_count = 1;
+    o.sign_key_file = std::string(host) == "a" ? key.c_str() : nullptr;
+    hotlink_error *e = nullptr;
+    hotlink_cache *c = hotlink_cache_open_with_auth(&o, auth.c_str(), &e);
+    ASSERT_NE(c, nullptr) << hotlink_error_message(e);
+    hotlink_entry *entry = hotlink_cache_get_or_build(c, "scale:v4", 8, produce, &state, nullptr);
+    ASSERT_NE(entry, nullptr);
+    EXPECT_EQ(hotlink_entry_hit(entry), std::string(host) == "b") << host;
+    hotlink_entry_destroy(entry);
+    hotlink_cache_close(c); // drains what it publishes
+  }
+  EXPECT_EQ(state.calls, 1) << "the second cache built the entry again";
+  ::chmod(auth.c_str(), 0644);
+  std::string loose_dir = dir + "/loose";
+  hotlink_cache_options o{};
+  o.dir = loose_dir.c_str();
+  o.remote_url = url.c_str();
+  o.trusted_key_files = trusted;
+  o.trusted_key_count = 1;
+  hotlink_error *e = nullptr;
+  EXPECT_EQ(hotlink_cache_open_with_auth(&o, auth.c_str(), &e), nullptr);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(hotlink_error_code(e), HOTLINK_BAD_REQUEST);
+  EXPECT_EQ(std::string(hotlink_error_input(e)), auth);
+  hotlink_error_free(e);
+  hotlink_service_destroy(s);
 }
 
 TEST(CApi, PinsOfAnEmptyModulePinNothingAndAPinCanBeCopied) {
