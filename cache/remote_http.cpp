@@ -109,6 +109,10 @@ std::size_t collect(char *data, std::size_t size, std::size_t n, void *user) {
   return len;
 }
 
+// A PUT's or an error's response body: read and dropped (libcurl's default
+// would write it to the host's stdout).
+std::size_t discard(char *, std::size_t size, std::size_t n, void *) { return size * n; }
+
 struct Upload {
   const std::uint8_t *data;
   std::size_t size, at = 0;
@@ -243,8 +247,10 @@ private:
       c.easy_setopt(h, CURLOPT_RANGE, range.c_str());
       c.easy_setopt(h, CURLOPT_WRITEFUNCTION, collect);
       c.easy_setopt(h, CURLOPT_WRITEDATA, &r);
-    } else if (head) {
-      c.easy_setopt(h, CURLOPT_NOBODY, 1L);
+    } else {
+      c.easy_setopt(h, CURLOPT_WRITEFUNCTION, discard);
+      if (head)
+        c.easy_setopt(h, CURLOPT_NOBODY, 1L);
     }
     Upload up{upload ? upload->data() : nullptr, upload ? upload->size() : 0};
     if (upload) {

@@ -355,9 +355,8 @@ void bind_cache_and_loading(py::module_ &m) {
       .def(py::init([](const py::object &dir, std::uint64_t max_bytes, bool create,
                        const std::optional<std::string> &remote, const std::vector<std::string> &trusted_keys,
                        const std::optional<std::string> &sign_key, const std::optional<std::string> &remote_auth_file) {
-             auto path = [](const py::object &p) { return py::module_::import("os").attr("fspath")(p).cast<std::string>(); };
              cache::Config config;
-             config.dir = path(dir);
+             config.dir = py::module_::import("os").attr("fspath")(dir).cast<std::string>();
              if (max_bytes)
                config.limits.max_bytes = max_bytes;
              config.create = create;
