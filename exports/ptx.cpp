@@ -98,10 +98,27 @@ Declaration declaration(Cursor c) {
 
 } // namespace
 
+// PTX's first directive, past blank space and comments, without copying
+// the text: every object a link reads is asked this first (an ELF object
+// answers at its first byte).
 bool looks_like_ptx(const void *data, std::size_t size) {
   std::string_view text(static_cast<const char *>(data), size < 4096 ? size : 4096);
-  std::string head = without_comments(text);
-  Cursor c{head};
+  std::size_t i = 0;
+  while (i < text.size()) {
+    if (std::isspace(static_cast<unsigned char>(text[i]))) {
+      ++i;
+    } else if (text.compare(i, 2, "//") == 0) {
+      i = text.find('\n', i);
+    } else if (text.compare(i, 2, "/*") == 0) {
+      std::size_t end = text.find("*/", i + 2);
+      i = end == std::string_view::npos ? end : end + 2;
+    } else {
+      break;
+    }
+  }
+  if (i >= text.size())
+    return false;
+  Cursor c{text.substr(i)};
   std::string_view w = c.word();
   return w == ".version" || w == ".target" || w == ".address_size";
 }

@@ -117,6 +117,21 @@ TEST(Reader, GarbageNeverCrashes) {
   SUCCEED();
 }
 
+// PTX is told from its first directive past blank space and comments;
+// text whose comment never ends, or that starts otherwise, is not PTX.
+TEST(Reader, PtxIsToldPastCommentsAndNothingElseIs) {
+  auto read = [](const std::string &text) { return read_object(text.data(), text.size(), "k.ptx"); };
+  auto ptx = read("// generated\n/* by hand,\n two lines */\n\n  .version 8.0\n.target sm_90\n.address_size 64\n"
+                  ".visible .entry k()\n{\n ret;\n}\n");
+  ASSERT_TRUE(ptx.ok()) << ptx.error().to_string();
+  EXPECT_EQ(ptx->arch, Arch::NVPTX64);
+  ASSERT_NE(find(ptx.value(), "k"), nullptr);
+  for (const std::string text : {"/* .version 8.0 .target sm_90", "// .version 8.0", "   \n\t", "version 8.0\n"}) {
+    auto other = read(text);
+    EXPECT_FALSE(other.ok() && other->arch == Arch::NVPTX64) << text;
+  }
+}
+
 struct NameCase {
   std::string name;
   Format format;
