@@ -1,5 +1,6 @@
 #include "linker/inputs.h"
 #include "base/text.h"
+#include "hotlink/symbols.h"
 
 #include "linker/llvm_options.h"
 #include "linker/plan.h"
@@ -20,6 +21,32 @@ namespace {
 // "an ELF object", "a COFF object".
 std::string a_or_an(const char *word) {
   return std::string(std::strchr("AEIOUaeiou", word[0]) ? "an " : "a ") + word;
+}
+
+// An ELF shared library among the inputs, as ld.lld takes one by path
+// (`k.o libdep.so`): linked against where it stands, a DT_NEEDED on its
+// soname, or on the path as given when it has none; nothing of it is
+// exported. nullopt: not one (read_object reads or refuses the input).
+std::optional<Expected<exports::ObjectInfo>> shared_library(const LoadedInput &l) {
+  const auto *b = static_cast<const unsigned char *>(l.data);
+  if (l.size < 18 || std::memcmp(b, "\x7f" "ELF", 4) != 0)
+    return std::nullopt;
+  unsigned type = b[5] == 2 ? (b[16] << 8 | b[17]) : (b[17] << 8 | b[16]); // e_type, by EI_DATA
+  if (type != 3) // ET_DYN
+    return std::nullopt;
+  auto art = exports::read_artifact(l.data, l.size, l.display);
+  if (!art || art->kind != exports::FileKind::SharedObject)
+    return std::nullopt;
+  if (l.input->in_memory() || l.streamed)
+    return make_error(ErrorCode::InvalidInput,
+                      "is an ELF shared library given as bytes; the link records a shared library by its path "
+                      "(or its soname)",
+                      l.display, {}, "pass it as a file (Input::file), or by name with -l and -L");
+  exports::ObjectInfo info;
+  info.format = art->format;
+  info.arch = art->arch;
+  info.kind = exports::FileKind::SharedObject;
+  return info;
 }
 
 } // namespace
@@ -51,7 +78,9 @@ std::optional<Error> read_inputs(PlanContext &ctx) {
       l.data = l.file->getBufferStart();
       l.size = l.file->getBufferSize();
     }
-    auto info = exports::read_object(l.data, l.size, l.display, /*branch_info=*/!ctx.request.sysroot.empty());
+    auto shared = shared_library(l);
+    auto info = shared ? std::move(*shared)
+                       : exports::read_object(l.data, l.size, l.display, /*branch_info=*/!ctx.request.sysroot.empty());
     if (!info)
       return info.take_error();
     l.info = std::move(info.value());
@@ -83,7 +112,12 @@ std::optional<Error> check_inputs(PlanContext &ctx) {
                             tgt.triple + " is " + exports::to_string(tgt.arch),
                         l.display, {},
                         "compile it for the target, or pick the target that matches it with --target");
+    // A GPU code object is an ELF shared library too, which no device link takes.
+    if (l.shared() && (tgt.arch == exports::Arch::AMDGCN || tgt.arch == exports::Arch::NVPTX64))
+      return make_error(ErrorCode::InvalidInput, "is a linked image, not a relocatable object", l.display, {},
+                        "pass the objects or bitcode it was linked from");
     ctx.any_archive |= l.info.kind == exports::FileKind::Archive;
+    ctx.any_shared |= l.shared();
     ctx.any_bitcode |= l.info.bitcode;
   }
   // LTO's code generation reads LLVM's options, which an in-process link

@@ -130,6 +130,11 @@ void inputs(PlanContext &ctx) {
       job.files.back().keyed = false;
       a.push_back(Arg{{}, true, n, key});
       job.display_names.emplace_back(n, l.display);
+    } else if (l.shared()) {
+      // As given, as ld.lld records a shared library without a soname:
+      // the path is then in the image, so in the key too.
+      a.push_back(keyed(l.input->path, key + " " + l.input->path));
+      job.display_names.emplace_back(l.input->path, l.display);
     } else {
       a.push_back(keyed(l.path, key));
       job.display_names.emplace_back(l.path, l.display);

@@ -180,7 +180,7 @@ void add_cache_options(CLI::App &app, Options &o) {
 
 void add_options(CLI::App &app, Options &o) {
   LinkRequest &r = o.req;
-  app.add_option("inputs", o.inputs, "objects and archives")->type_name("INPUT");
+  app.add_option("inputs", o.inputs, "objects and archives (ELF: shared libraries too)")->type_name("INPUT");
   app.add_option("-o,--output", r.output_path, "the artifact to write (written atomically)")->type_name("OUT");
   app.add_option("--target", r.target, "target triple (default: the host); see `hotlink targets`")
       ->type_name("TRIPLE");

@@ -28,7 +28,9 @@ namespace hotlink {
 
 using exports::ExportPolicy;
 
-// One object file or archive, from a path or from memory.
+// One object file or archive, from a path or from memory; for ELF, a
+// shared library too, from a path (linked against where it stands, as
+// ld.lld takes one: DT_NEEDED on its soname, or on the path as given).
 struct HOTLINK_API Input {
   std::string name;            // shown in diagnostics; the path for files
   std::string path;            // empty for in-memory inputs

@@ -74,6 +74,7 @@ struct LoadedInput {
   bool streamed = false;
   exports::ObjectInfo info;
   bool archive() const { return info.kind == exports::FileKind::Archive; }
+  bool shared() const { return info.kind == exports::FileKind::SharedObject; }
 };
 
 // The explicit context of one plan: the request, the inputs read once,
@@ -84,7 +85,8 @@ struct PlanContext {
   Plan &plan;
   bool digest; // hash inputs and libraries for the cache key
   std::vector<LoadedInput> inputs;
-  bool any_archive = false, any_bitcode = false;
+  // any_shared: an ELF shared library among the inputs (`k.o libdep.so`).
+  bool any_archive = false, any_bitcode = false, any_shared = false;
   // What the archive members --exclude-member leaves out define (and no
   // other input does): name -> "MEMBER of ARCHIVE".
   std::map<std::string, std::string, std::less<>> excluded_definitions;

@@ -9,6 +9,8 @@
 // not), both load or both refuse, and each library's probe() returns the
 // same value. Every difference by design is listed in kByDesign with its
 // reason.
+#include "hotlink/link_service.h"
+#include "hotlink/symbols.h"
 #include "test/support.h"
 
 #include "llvm/Object/ELFObjectFile.h"
@@ -340,6 +342,87 @@ TEST(Versioned, TheDefaultVersionDefinesTheName) {
   EXPECT_TRUE(syms.count("foo@@v2 type=2 bind=1 defined")) << *syms.begin();
   EXPECT_TRUE(syms.count("foo@v1 type=2 bind=1 defined"));
   EXPECT_FALSE(syms.count("foo_v2 type=2 bind=1 defined")) << "the list exports foo alone";
+}
+
+// The libraries an image names (DT_NEEDED), in order.
+std::vector<std::string> needed_of(const std::string &path) {
+  Bytes b = test::read_file(path);
+  auto info = exports::read_artifact(b.data(), b.size(), path);
+  return info ? info->needed : std::vector<std::string>{"<unreadable: " + info.error().to_string() + ">"};
+}
+
+// A shared library among the inputs, by path (`k.o libdep.so`), as ld.lld
+// takes it: a DT_NEEDED on its soname, or on the path as given when it has
+// none, the same dynamic symbols, and an image that runs against it.
+TEST(SharedLibraryInput, ByPathIsWhatLldMakesOfIt) {
+  std::string dir = test::temp_dir();
+  auto shared = [&](const std::string &out, const std::string &source, std::vector<std::string> flags) {
+    test::write_file(dir + "/" + out + ".c", Bytes(source.begin(), source.end()));
+    std::vector<std::string> cmd = {HOTLINK_TEST_CLANG, "--target=x86_64-linux-gnu", "-shared", "-fPIC",
+                                    "-fuse-ld=lld", dir + "/" + out + ".c", "-o", dir + "/" + out};
+    cmd.insert(cmd.end(), flags.begin(), flags.end());
+    test::Run r = test::run(cmd);
+    ASSERT_EQ(r.code, 0) << r.err;
+  };
+  shared("libdep.so", "int dep(int x) { return 7 * x; }\n", {"-Wl,-soname,libdep.so"});
+  shared("libnoso.so", "int noso(int x) { return x + 5; }\n", {});
+  test::write_file(dir + "/k.o", test::compile_c("x86_64-linux-gnu",
+                                                 "int dep(int); int noso(int);\n"
+                                                 "int probe(void) { return dep(3) + noso(1); }\n"));
+  ASSERT_EQ(::mkdir((dir + "/lld").c_str(), 0700), 0);
+  ASSERT_EQ(::mkdir((dir + "/hotlink").c_str(), 0700), 0);
+  test::RunOptions here;
+  here.cwd = dir; // relative paths, as a build line gives them
+  test::Run l = test::run({HOTLINK_TEST_LLD, "-shared", "-soname", "k.so", "k.o", "libdep.so", "./libnoso.so", "-o",
+                           "lld/k.so"},
+                          here);
+  ASSERT_EQ(l.code, 0) << l.err;
+  test::Run h = test::run({test::bin_dir() + "/hotlink", "link", "--policy", "all", "--no-default-libs", "k.o",
+                           "libdep.so", "./libnoso.so", "-o", "hotlink/k.so"},
+                          here);
+  ASSERT_EQ(h.code, 0) << h.err;
+  std::vector<std::string> want = {"libdep.so", "./libnoso.so"};
+  EXPECT_EQ(needed_of(dir + "/lld/k.so"), want);
+  EXPECT_EQ(needed_of(dir + "/hotlink/k.so"), want);
+  EXPECT_EQ(dynamic_symbols(dir + "/hotlink/k.so"), dynamic_symbols(dir + "/lld/k.so"));
+  // The default line (the C library and the rest a driver adds) keeps the
+  // user's libraries where they stood.
+  test::Run d = test::run({test::bin_dir() + "/hotlink", "link", "--policy", "all", "k.o", "libdep.so",
+                           "./libnoso.so", "-o", "hotlink/default.so"},
+                          here);
+  ASSERT_EQ(d.code, 0) << d.err;
+  std::vector<std::string> needed = needed_of(dir + "/hotlink/default.so");
+  ASSERT_GE(needed.size(), 2u);
+  EXPECT_EQ(std::vector<std::string>(needed.begin(), needed.begin() + 2), want);
+  // Both run against the libraries: libdep.so found loaded by its soname,
+  // ./libnoso.so opened as the path it is, from the folder they are in.
+  ASSERT_NE(::dlopen((dir + "/libdep.so").c_str(), RTLD_NOW | RTLD_GLOBAL), nullptr) << ::dlerror();
+  ASSERT_EQ(::chdir(dir.c_str()), 0);
+  EXPECT_EQ(load_and_probe(dir + "/lld/k.so"), 27); // dep(3) + noso(1)
+  EXPECT_EQ(load_and_probe(dir + "/hotlink/k.so"), 27);
+  EXPECT_EQ(load_and_probe(dir + "/hotlink/default.so"), 27);
+}
+
+// A shared library handed over as bytes has no path for the image to
+// name: refused by name, with what to do.
+TEST(SharedLibraryInput, AsBytesIsRefusedNamingIt) {
+  std::string dir = test::temp_dir();
+  test::write_file(dir + "/dep.c", Bytes{'i', 'n', 't', ' ', 'd', '(', ')', '{', 'r', 'e', 't', 'u', 'r', 'n', ' ', '1',
+                                         ';', '}', '\n'});
+  test::Run r = test::run({HOTLINK_TEST_CLANG, "--target=x86_64-linux-gnu", "-shared", "-fPIC", "-fuse-ld=lld",
+                           dir + "/dep.c", "-o", dir + "/libdep.so"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  LinkRequest req;
+  req.inputs.push_back(Input::memory("k.o", test::compile_c("x86_64-linux-gnu", "int d(void);\nint f(void) { return d(); }\n")));
+  req.inputs.push_back(Input::memory("libdep.so", test::read_file(dir + "/libdep.so")));
+  req.output_path = dir + "/k.so";
+  LinkResult res = LinkService().link(req);
+  ASSERT_FALSE(res.ok());
+  EXPECT_EQ(res.error->code, ErrorCode::InvalidInput);
+  EXPECT_EQ(res.error->input, "libdep.so");
+  EXPECT_NE(res.error->message.find("shared library"), std::string::npos) << res.error->to_string();
+  EXPECT_NE(res.error->hint.find("Input::file"), std::string::npos) << res.error->to_string();
+  EXPECT_FALSE(test::exists(dir + "/k.so"));
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, AgainstLld, ::testing::ValuesIn(kCases),

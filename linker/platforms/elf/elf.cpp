@@ -116,7 +116,7 @@ public:
     // search paths and raw flags of the user's can name more.
     RuntimeChoice choice;
     choice.exact = !req.elf.runtime_stubs || !req.libraries.empty() || !req.library_paths.empty() ||
-                   !req.extra_flags.empty() || scan.versioned_definition;
+                   !req.extra_flags.empty() || ctx.any_shared || scan.versioned_definition;
     choice.startup_objects = req.elf.startup_objects == StartupObjects::Always || ctx.any_bitcode ||
                              names.count("__gmon_start__") || names.count("mcount") || names.count("__fentry__");
     for (const LoadedInput &l : ctx.inputs)
@@ -254,7 +254,7 @@ private:
   // else by the script (symbol versions, LTO's internalizing).
   bool lld_exports_just_these(const PlanContext &ctx) const {
     const LinkRequest &req = ctx.request;
-    if (has_user_script_ || ctx.any_bitcode || !req.libraries.empty() || !req.extra_flags.empty() ||
+    if (has_user_script_ || ctx.any_bitcode || ctx.any_shared || !req.libraries.empty() || !req.extra_flags.empty() ||
         (runtime_ && runtime_->adds_objects))
       return false;
     std::size_t definitions = 0;

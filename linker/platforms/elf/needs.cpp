@@ -156,6 +156,9 @@ public:
       }
       (lib.contains('/') || lib.ends_with(".a") || lib.ends_with(".so") ? paths_ : names_).insert(l);
     }
+    for (const LoadedInput &l : ctx.inputs) // shared libraries among the inputs (`k.o libdep.so`)
+      if (l.shared())
+        paths_.insert(l.path);
   }
   bool covers(std::string_view name, const LibraryHome &home) {
     if (names_.count(home.name) || paths_.count(home.path))
