@@ -77,34 +77,31 @@ struct HostOptions {
   std::function<void(cache::RemoteConfig &)> tweak;
 };
 
-// A host: its own cache directory and link service, one remote.
-struct Host {
-  std::shared_ptr<Cache> cache;
-  std::unique_ptr<LinkService> service;
-  std::string dir;
+// The cache a host of these tests opens: its own directory, one remote
+// (the suite's Redis unless named), the library's own timeouts.
+cache::Config host_config(const HostOptions &o) {
+  cache::Config c;
+  c.dir = test::temp_dir() + "/cache";
+  c.sign_key = o.sign;
+  c.trusted_keys = o.trust;
+  cache::RemoteConfig r;
+  r.url = o.url.empty() ? redis().url() : o.url;
+  r.synchronous_publish = o.sync;
+  if (o.tweak)
+    o.tweak(r);
+  c.remote = r;
+  return c;
+}
 
-  explicit Host(const HostOptions &o) {
-    dir = test::temp_dir() + "/cache";
-    cache::Config c;
-    c.dir = dir;
-    c.sign_key = o.sign;
-    c.trusted_keys = o.trust;
-    cache::RemoteConfig r;
-    r.url = o.url.empty() ? redis().url() : o.url;
-    r.synchronous_publish = o.sync;
-    if (o.tweak)
-      o.tweak(r);
-    c.remote = r;
-    auto opened = Cache::open(c);
-    EXPECT_TRUE(opened.ok()) << (opened.ok() ? "" : opened.error().to_string());
-    if (!opened.ok())
-      return;
-    cache = opened.value();
-    ServiceConfig sc;
-    sc.cache = cache;
-    service = std::make_unique<LinkService>(sc);
+// A host: its own cache directory and link service, one remote.
+struct Host : test::RemoteHost {
+  std::string dir;
+  explicit Host(const HostOptions &o) : Host(host_config(o)) {}
+
+private:
+  explicit Host(const cache::Config &c) : RemoteHost(c), dir(c.dir) {
+    EXPECT_FALSE(error) << error->to_string();
   }
-  LinkResult link(const LinkRequest &r) { return service->link(r); }
 };
 
 HostOptions publisher(const SecretKey &k) {
