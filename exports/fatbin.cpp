@@ -1,6 +1,9 @@
 #include "exports/fatbin.h"
 
 #include "exports/ptx.h"
+#include "exports/recovery.h"
+
+#include "llvm/Object/ELFObjectFile.h"
 
 #include "llvm/Support/Compression.h"
 #include "llvm/Support/Error.h"
@@ -133,6 +136,40 @@ Expected<ObjectInfo> read_fatbin(const void *data, std::size_t size, const std::
     }
   }
   return info;
+}
+
+Expected<std::optional<std::string_view>> carried_fatbin(const void *data, std::size_t size, const std::string &name) {
+  const auto *b = static_cast<const unsigned char *>(data);
+  if (size < 20 || std::memcmp(b, "\x7f" "ELF", 4) != 0 || b[5] != 1 || (b[16] | b[17] << 8) != 1 ||
+      (b[18] | b[19] << 8) == 190) // little-endian, ET_REL, not EM_CUDA (a cubin)
+    return std::optional<std::string_view>();
+  return read_guarded<std::optional<std::string_view>>(name, ErrorCode::InvalidInput, [&]() -> Expected<std::optional<std::string_view>> {
+    llvm::MemoryBufferRef buf(llvm::StringRef(static_cast<const char *>(data), size), name);
+    auto obj = llvm::object::ObjectFile::createELFObjectFile(buf);
+    if (!obj)
+      return make_error(ErrorCode::InvalidInput, "cannot read it as an ELF object: " + llvm::toString(obj.takeError()),
+                        name);
+    std::optional<std::string_view> found;
+    for (const llvm::object::SectionRef &sec : (*obj)->sections()) {
+      auto sec_name = sec.getName();
+      if (!sec_name) {
+        llvm::consumeError(sec_name.takeError());
+        continue;
+      }
+      bool rel = *sec_name == "__nv_relfatbin";
+      if (!rel && (*sec_name != ".nv_fatbin" || found))
+        continue;
+      auto contents = sec.getContents();
+      if (!contents) {
+        llvm::consumeError(contents.takeError());
+        continue;
+      }
+      found = std::string_view(contents->data(), contents->size());
+      if (rel)
+        break;
+    }
+    return found;
+  });
 }
 
 } // namespace hotlink::exports

@@ -13,7 +13,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace hotlink::exports {
@@ -33,5 +35,11 @@ Expected<std::vector<FatbinImage>> read_fatbin_images(const void *data, std::siz
 // The container as an object: ELF, nvptx64, what its images define and
 // declare (each name once).
 Expected<ObjectInfo> read_fatbin(const void *data, std::size_t size, const std::string &name);
+
+// The fat binary a host ELF object carries: nvcc -rdc=true -c writes its
+// relocatable device code in __nv_relfatbin, nvcc -c its linked device
+// code in .nv_fatbin (the first, when both are there). nullopt: not an
+// ELF object of a CPU, or one that carries none. A view into `data`.
+Expected<std::optional<std::string_view>> carried_fatbin(const void *data, std::size_t size, const std::string &name);
 
 } // namespace hotlink::exports

@@ -1,6 +1,7 @@
 #include "linker/inputs.h"
 #include "base/text.h"
 #include "hotlink/symbols.h"
+#include "exports/fatbin.h"
 
 #include "linker/llvm_options.h"
 #include "linker/plan.h"
@@ -49,6 +50,19 @@ std::optional<Expected<exports::ObjectInfo>> shared_library(const LoadedInput &l
   return info;
 }
 
+// In a device link, a host object carrying device code (nvcc -rdc=true
+// -c): what the fat binary it carries holds (nvJitLink takes the object
+// whole). nullopt: not one.
+std::optional<Expected<exports::ObjectInfo>> carried_device_code(LoadedInput &l) {
+  auto fatbin = exports::carried_fatbin(l.data, l.size, l.display);
+  if (!fatbin)
+    return fatbin.take_error();
+  if (!*fatbin)
+    return std::nullopt;
+  l.device = **fatbin;
+  return exports::read_fatbin(l.device.data(), l.device.size(), l.display);
+}
+
 } // namespace
 
 std::optional<Error> read_inputs(PlanContext &ctx) {
@@ -78,9 +92,9 @@ std::optional<Error> read_inputs(PlanContext &ctx) {
       l.data = l.file->getBufferStart();
       l.size = l.file->getBufferSize();
     }
-    auto shared = shared_library(l);
-    auto info = shared ? std::move(*shared)
-                       : exports::read_object(l.data, l.size, l.display, /*branch_info=*/!ctx.request.sysroot.empty());
+    auto known = ctx.target().arch == exports::Arch::NVPTX64 ? carried_device_code(l) : shared_library(l);
+    auto info = known ? std::move(*known)
+                      : exports::read_object(l.data, l.size, l.display, /*branch_info=*/!ctx.request.sysroot.empty());
     if (!info)
       return info.take_error();
     l.info = std::move(info.value());
@@ -106,6 +120,11 @@ std::optional<Error> check_inputs(PlanContext &ctx) {
                             tgt.triple + " links " + exports::to_string(tgt.format),
                         l.display, {},
                         "compile it for the target, or pick the target that matches it with --target");
+    if (l.info.arch != tgt.arch && tgt.arch == exports::Arch::NVPTX64 && l.info.format == exports::Format::ELF)
+      return make_error(ErrorCode::ArchMismatch,
+                        std::string("is a host object for ") + exports::to_string(l.info.arch) +
+                            " that carries no device code",
+                        l.display, {}, "compile it with nvcc -rdc=true -c, or give PTX, a cubin or a fat binary");
     if (l.info.arch != tgt.arch)
       return make_error(ErrorCode::ArchMismatch,
                         std::string("is built for ") + exports::to_string(l.info.arch) + ", but the target " +

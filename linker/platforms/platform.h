@@ -73,6 +73,9 @@ struct LoadedInput {
   // lld gets the bytes read here, never the path.
   bool streamed = false;
   exports::ObjectInfo info;
+  // In a device link (nvptx): the fat binary a host object carries (nvcc
+  // -rdc=true -c), a view into the input; `info` is what it holds.
+  std::string_view device;
   bool archive() const { return info.kind == exports::FileKind::Archive; }
   bool shared() const { return info.kind == exports::FileKind::SharedObject; }
 };

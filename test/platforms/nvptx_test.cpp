@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <map>
 #include <sys/stat.h>
 
 using namespace hotlink;
@@ -289,6 +290,77 @@ TEST(Nvptx, AFatBinaryLinksTheImageForTheArchitectureAsked) {
   ASSERT_FALSE(broken.ok());
   EXPECT_EQ(broken.error->code, ErrorCode::InvalidInput) << broken.error->to_string();
   EXPECT_EQ(broken.error->input, "cut.fatbin");
+}
+
+// What a CUDA build with separate compilation hands nvlink: host objects
+// carrying relocatable device code (nvcc -rdc=true -c), one calling a
+// function the other defines. Linked in-process, each architecture's
+// cubin has nvlink's kernels and resources; a missing definition names
+// the symbol and the input; an object without code for the architecture,
+// or a host object with none, is refused saying what it holds.
+TEST(Nvptx, HostObjectsWithRelocatableDeviceCodeLinkAsNvlinkLinksThem) {
+  SKIP_WITHOUT_NVJITLINK();
+  std::string nvcc = cuda_tool("nvcc"), nvlink = cuda_tool("nvlink");
+  if (nvcc.empty() || nvlink.empty())
+    GTEST_SKIP() << "nvcc or nvlink is not installed (CUDA_HOME/bin, /usr/local/cuda/bin): nothing to compare with";
+  std::string dir = temp_dir();
+  const std::string user = "extern __device__ int scale_of(int);\n"
+                           "extern \"C\" __global__ void scale(int *a) { a[threadIdx.x] *= scale_of(threadIdx.x); }\n"
+                           "extern \"C\" __global__ void reverse(int *a) {\n"
+                           "  __shared__ int s[256];\n"
+                           "  s[threadIdx.x] = a[threadIdx.x];\n"
+                           "  __syncthreads();\n"
+                           "  a[threadIdx.x] = s[blockDim.x - 1 - threadIdx.x];\n"
+                           "}\n";
+  const std::string helper = "__device__ int scale_of(int x) { return 3 * x + 1; }\n";
+  write_file(dir + "/user.cu", Bytes(user.begin(), user.end()));
+  write_file(dir + "/helper.cu", Bytes(helper.begin(), helper.end()));
+  LinkService service;
+  for (std::string arch : {"sm_90", "sm_80"}) {
+    SCOPED_TRACE(arch);
+    std::map<std::string, Bytes> objects;
+    for (std::string unit : {"user", "helper"}) {
+      std::string obj = dir + "/" + unit + "_" + arch + ".o";
+      RunOptions o;
+      o.timeout_seconds = 300;
+      test::Run c = run({nvcc, "-rdc=true", "-c", "-arch=" + arch, dir + "/" + unit + ".cu", "-o", obj}, o);
+      ASSERT_EQ(c.code, 0) << c.err;
+      objects[unit] = read_file(obj);
+    }
+    std::string reference = dir + "/nvlink_" + arch + ".cubin";
+    test::Run n = run({nvlink, "-arch=" + arch, dir + "/user_" + arch + ".o", dir + "/helper_" + arch + ".o", "-o",
+                       reference});
+    ASSERT_EQ(n.code, 0) << n.err;
+    LinkResult r = link_cubin(service, {{"user.o", objects["user"]}, {"helper.o", objects["helper"]}}, arch);
+    ASSERT_TRUE(r.ok()) << r.error->to_string();
+    EXPECT_EQ(resources(r.artifact).size(), 2u);
+    EXPECT_EQ(resources(r.artifact), resources(read_file(reference)));
+    VerifyOptions options;
+    options.processor = arch;
+    options.expected_exports = {"scale", "reverse"};
+    auto v = verify_for_target(r.artifact, "k.cubin", kTriple, options);
+    EXPECT_TRUE(v.ok()) << v.error().to_string();
+    LinkResult alone = link_cubin(service, {{"user.o", objects["user"]}}, arch);
+    ASSERT_FALSE(alone.ok());
+    EXPECT_EQ(alone.error->code, ErrorCode::UndefinedSymbol) << alone.error->to_string();
+    EXPECT_EQ(alone.error->symbol, "_Z8scale_ofi");
+    EXPECT_EQ(alone.error->input, "user.o");
+    if (arch == "sm_80") { // asked for sm_75, sm_80's objects hold no cubin of sm_7x and PTX only for a later one
+      LinkResult other = link_cubin(service, {{"user.o", objects["user"]}}, "sm_75");
+      ASSERT_FALSE(other.ok());
+      EXPECT_EQ(other.error->code, ErrorCode::ArchMismatch) << other.error->to_string();
+      EXPECT_NE(other.error->message.find("a host object with no device code for sm_75 (it has sm_80 cubin, sm_80 PTX)"),
+                std::string::npos)
+          << other.error->to_string();
+    }
+  }
+  LinkResult host = link_cubin(service, {{"host.o", compile_c("x86_64-linux-gnu", "int f(void) { return 1; }\n")}},
+                               "sm_90");
+  ASSERT_FALSE(host.ok());
+  EXPECT_EQ(host.error->code, ErrorCode::ArchMismatch);
+  EXPECT_EQ(host.error->input, "host.o");
+  EXPECT_NE(host.error->message.find("a host object for x86_64 that carries no device code"), std::string::npos)
+      << host.error->to_string();
 }
 
 TEST(Nvptx, WithoutNvJitLinkTheErrorSaysWhereItLookedAndWhatToInstall) {

@@ -69,8 +69,9 @@ std::vector<std::string> cubin_functions(const exports::ObjectInfo &info) {
 // The image of a fat binary that nvJitLink takes for `sm`: a cubin of the
 // same major architecture and no later minor one (the CUDA driver's rule),
 // else the latest PTX not written for a later one.
-Expected<Built> read_fatbin_built(const LoadedInput &l, unsigned sm, const std::string &arch) {
-  auto images = exports::read_fatbin_images(l.data, l.size, l.display);
+// `fatbin`: the input itself, or the fat binary a host object carries.
+Expected<Built> read_fatbin_built(const LoadedInput &l, std::string_view fatbin, unsigned sm, const std::string &arch) {
+  auto images = exports::read_fatbin_images(fatbin.data(), fatbin.size(), l.display);
   if (!images)
     return images.take_error();
   const exports::FatbinImage *cubin = nullptr, *ptx = nullptr;
@@ -93,7 +94,9 @@ Expected<Built> read_fatbin_built(const LoadedInput &l, unsigned sm, const std::
     return b;
   }
   if (!ptx)
-    return make_error(ErrorCode::ArchMismatch, "holds no image that runs as " + arch + " (it has " + has + ")",
+    return make_error(ErrorCode::ArchMismatch,
+                      (l.device.empty() ? "holds no image that runs as " : "is a host object with no device code for ") +
+                          arch + " (it has " + has + ")",
                       l.display, "--mcpu", "link it for an architecture it holds, or add an image for " + arch);
   auto m = exports::read_ptx_module(ptx->bytes.data(), ptx->bytes.size(), l.display);
   if (!m)
@@ -104,6 +107,8 @@ Expected<Built> read_fatbin_built(const LoadedInput &l, unsigned sm, const std::
 }
 
 Expected<Built> read_built(const LoadedInput &l, unsigned sm, const std::string &arch) {
+  if (!l.device.empty())
+    return read_fatbin_built(l, l.device, sm, arch);
   Built b;
   b.display = l.display;
   if (exports::looks_like_ptx(l.data, l.size)) {
@@ -115,14 +120,16 @@ Expected<Built> read_built(const LoadedInput &l, unsigned sm, const std::string 
     return b;
   }
   if (exports::looks_like_fatbin(l.data, l.size))
-    return read_fatbin_built(l, sm, arch);
+    return read_fatbin_built(l, std::string_view(static_cast<const char *>(l.data), l.size), sm, arch);
   if (cubin::is_cubin(l.data, l.size)) {
     b.kernels = cubin_functions(l.info);
     return b;
   }
-  return make_error(ErrorCode::InvalidInput, "is neither PTX, a CUDA object (a cubin ptxas -c made) nor a fat binary",
+  return make_error(ErrorCode::InvalidInput,
+                    "is neither PTX, a CUDA object (a cubin ptxas -c made), a fat binary nor a host object carrying one",
                     l.display, {},
-                    "give PTX (clang -x cuda --cuda-device-only -S), ptxas -c's relocatable cubin or a .fatbin");
+                    "give PTX (clang -x cuda --cuda-device-only -S), ptxas -c's relocatable cubin, a .fatbin or "
+                    "nvcc -rdc=true -c's object");
 }
 
 class NvptxLink final : public PlatformLink {
