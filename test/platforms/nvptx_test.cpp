@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <sys/stat.h>
@@ -361,6 +362,42 @@ TEST(Nvptx, HostObjectsWithRelocatableDeviceCodeLinkAsNvlinkLinksThem) {
   EXPECT_EQ(host.error->input, "host.o");
   EXPECT_NE(host.error->message.find("a host object for x86_64 that carries no device code"), std::string::npos)
       << host.error->to_string();
+}
+
+// nvlink's cubin of a kernel that launches a kernel (dynamic parallelism,
+// linked with the toolkit's libcudadevrt.a) leaves the device runtime's
+// __cuda_syscall_* names for the driver to resolve at load: verify accepts
+// it. Any other unresolved name is still refused: the same cubin with one
+// such name renamed in its string table.
+TEST(Nvptx, VerifyLeavesTheDriversSyscallsToTheDriverAndNothingElse) {
+  std::string nvcc = cuda_tool("nvcc"), nvlink = cuda_tool("nvlink");
+  std::string devrt = nvcc.empty() ? "" : nvcc.substr(0, nvcc.rfind("/bin/")) + "/lib64";
+  if (nvcc.empty() || nvlink.empty() || !exists(devrt + "/libcudadevrt.a"))
+    GTEST_SKIP() << "nvcc, nvlink or libcudadevrt.a is not installed (CUDA_HOME, /usr/local/cuda)";
+  std::string dir = temp_dir();
+  const std::string source = "extern \"C\" __global__ void child(int *a) { a[threadIdx.x] += 1; }\n"
+                             "extern \"C\" __global__ void parent(int *a) { child<<<1, 32>>>(a); }\n";
+  write_file(dir + "/dp.cu", Bytes(source.begin(), source.end()));
+  RunOptions o;
+  o.timeout_seconds = 300;
+  test::Run c = run({nvcc, "-rdc=true", "-c", "-arch=sm_90", dir + "/dp.cu", "-o", dir + "/dp.o"}, o);
+  ASSERT_EQ(c.code, 0) << c.err;
+  test::Run n = run({nvlink, "-arch=sm_90", dir + "/dp.o", "-L" + devrt, "-lcudadevrt", "-o", dir + "/dp.cubin"}, o);
+  ASSERT_EQ(n.code, 0) << n.err;
+  Bytes cubin = read_file(dir + "/dp.cubin");
+  VerifyOptions options;
+  options.processor = "sm_90";
+  options.expected_exports = {"parent", "child"};
+  auto v = verify_for_target(cubin, "dp.cubin", kTriple, options);
+  EXPECT_TRUE(v.ok()) << v.error().to_string();
+  const std::string syscall = "__cuda_syscall_";
+  auto at = std::search(cubin.begin(), cubin.end(), syscall.begin(), syscall.end());
+  ASSERT_NE(at, cubin.end()) << "nvlink's cubin names no __cuda_syscall_: nothing to check";
+  at[2] = 'X'; // __Xuda_syscall_...: a name the driver does not resolve
+  auto renamed = verify_for_target(cubin, "dp.cubin", kTriple, options);
+  ASSERT_FALSE(renamed.ok());
+  EXPECT_EQ(renamed.error().code, ErrorCode::UnresolvedSymbol) << renamed.error().to_string();
+  EXPECT_EQ(renamed.error().symbol.rfind("__Xuda_syscall_", 0), 0u) << renamed.error().to_string();
 }
 
 TEST(Nvptx, WithoutNvJitLinkTheErrorSaysWhereItLookedAndWhatToInstall) {

@@ -124,7 +124,10 @@ Expected<Cubin> read(const void *data, std::size_t size, const std::string &name
     if (!sname)
       return damaged(name, llvm::toString(sname.takeError()));
     if (sym.isUndefined()) {
-      if (!sname->starts_with(".nv.")) // .nv.reservedSmem.*: the driver's own
+      // The driver's own, resolved when it loads the cubin: .nv.reservedSmem.*,
+      // and the device runtime's calls into it (__cuda_syscall_*: a kernel
+      // that launches kernels, linked with libcudadevrt.a).
+      if (!sname->starts_with(".nv.") && !sname->starts_with("__cuda_syscall_"))
         c.undefined.push_back(sname->str());
       continue;
     }

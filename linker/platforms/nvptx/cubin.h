@@ -27,7 +27,7 @@ struct Cubin {
   unsigned sm = 0;        // 90 for sm_90
   bool executable = false; // linked (ET_EXEC), not relocatable (ET_REL)
   std::vector<Kernel> kernels;
-  std::vector<std::string> undefined; // but the driver's own reserved names
+  std::vector<std::string> undefined; // but the names the driver resolves at load (.nv.*, __cuda_syscall_*)
 };
 
 // Whether `data` begins as an ELF file for EM_CUDA: a cubin, linked or
