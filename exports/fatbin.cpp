@@ -3,6 +3,7 @@
 #include "exports/ptx.h"
 #include "exports/recovery.h"
 
+#include "llvm/Object/Archive.h"
 #include "llvm/Object/ELFObjectFile.h"
 
 #include "llvm/Support/Compression.h"
@@ -169,6 +170,58 @@ Expected<std::optional<std::string_view>> carried_fatbin(const void *data, std::
         break;
     }
     return found;
+  });
+}
+
+Expected<ObjectInfo> read_device_archive(const void *data, std::size_t size, const std::string &name) {
+  auto refused = [&](const std::string &why) {
+    return make_error(ErrorCode::InvalidInput, why, name, {},
+                      "give an archive of nvcc -rdc=true -c objects or cubins (ar rcs libNAME.a ...)");
+  };
+  return read_guarded<ObjectInfo>(name, ErrorCode::InvalidInput, [&]() -> Expected<ObjectInfo> {
+    llvm::MemoryBufferRef buf(llvm::StringRef(static_cast<const char *>(data), size), name);
+    auto archive = llvm::object::Archive::create(buf);
+    if (!archive)
+      return refused("cannot read it as an archive: " + llvm::toString(archive.takeError()));
+    ObjectInfo info = nvptx_object();
+    info.kind = FileKind::Archive;
+    bool any = false;
+    llvm::Error err = llvm::Error::success();
+    for (const llvm::object::Archive::Child &c : (*archive)->children(err)) {
+      auto member = c.getName();
+      auto bytes = c.getBuffer();
+      if (!member || !bytes) {
+        llvm::consumeError(member ? bytes.takeError() : member.takeError());
+        llvm::consumeError(std::move(err));
+        return refused("a member cannot be read");
+      }
+      std::string label = name + "(" + member->str() + ")";
+      auto fatbin = carried_fatbin(bytes->data(), bytes->size(), label);
+      if (!fatbin) {
+        llvm::consumeError(std::move(err));
+        return fatbin.take_error();
+      }
+      bool cubin = bytes->size() >= 20 && std::memcmp(bytes->data(), "\x7f" "ELF", 4) == 0 &&
+                   (static_cast<unsigned char>((*bytes)[18]) | static_cast<unsigned char>((*bytes)[19]) << 8) == 190;
+      if (!*fatbin && !cubin)
+        continue; // host code alone
+      auto one = *fatbin ? read_fatbin((*fatbin)->data(), (*fatbin)->size(), label)
+                         : read_object(bytes->data(), bytes->size(), label);
+      if (!one) {
+        llvm::consumeError(std::move(err));
+        return one.take_error();
+      }
+      any = true;
+      for (Symbol &s : one->symbols) {
+        s.member = member->str();
+        info.symbols.push_back(std::move(s));
+      }
+    }
+    if (err)
+      return refused("corrupt archive: " + llvm::toString(std::move(err)));
+    if (!any)
+      return refused("the archive has no member with device code");
+    return info;
   });
 }
 

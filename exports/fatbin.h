@@ -42,4 +42,11 @@ Expected<ObjectInfo> read_fatbin(const void *data, std::size_t size, const std::
 // ELF object of a CPU, or one that carries none. A view into `data`.
 Expected<std::optional<std::string_view>> carried_fatbin(const void *data, std::size_t size, const std::string &name);
 
+// An archive for a device link (libcudadevrt.a, an archive of nvcc
+// -rdc=true -c objects or of cubins): as an object, ELF, nvptx64, kind
+// Archive, what its members' device code defines and declares (each
+// symbol names its member). Members without device code are passed
+// over; an archive with none is refused by name.
+Expected<ObjectInfo> read_device_archive(const void *data, std::size_t size, const std::string &name);
+
 } // namespace hotlink::exports

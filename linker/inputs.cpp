@@ -52,8 +52,11 @@ std::optional<Expected<exports::ObjectInfo>> shared_library(const LoadedInput &l
 
 // In a device link, a host object carrying device code (nvcc -rdc=true
 // -c): what the fat binary it carries holds (nvJitLink takes the object
-// whole). nullopt: not one.
+// whole); an archive: what its members' device code holds. nullopt:
+// neither.
 std::optional<Expected<exports::ObjectInfo>> carried_device_code(LoadedInput &l) {
+  if (l.size >= 8 && std::memcmp(l.data, "!<arch>\n", 8) == 0) // libcudadevrt.a, an archive of such objects
+    return exports::read_device_archive(l.data, l.size, l.display);
   auto fatbin = exports::carried_fatbin(l.data, l.size, l.display);
   if (!fatbin)
     return fatbin.take_error();

@@ -341,6 +341,12 @@ TEST(Nvptx, HostObjectsWithRelocatableDeviceCodeLinkAsNvlinkLinksThem) {
     options.expected_exports = {"scale", "reverse"};
     auto v = verify_for_target(r.artifact, "k.cubin", kTriple, options);
     EXPECT_TRUE(v.ok()) << v.error().to_string();
+    // The helper from an archive (as CMake's CUDA_SEPARABLE_COMPILATION
+    // builds a static library): nvJitLink's LIBRARY input, the same cubin.
+    std::string archive = make_archive({{"helper.o", objects["helper"]}});
+    LinkResult from_archive = link_cubin(service, {{"user.o", objects["user"]}, {"libhelper.a", read_file(archive)}}, arch);
+    ASSERT_TRUE(from_archive.ok()) << from_archive.error->to_string();
+    EXPECT_EQ(resources(from_archive.artifact), resources(read_file(reference)));
     LinkResult alone = link_cubin(service, {{"user.o", objects["user"]}}, arch);
     ASSERT_FALSE(alone.ok());
     EXPECT_EQ(alone.error->code, ErrorCode::UndefinedSymbol) << alone.error->to_string();
@@ -355,8 +361,14 @@ TEST(Nvptx, HostObjectsWithRelocatableDeviceCodeLinkAsNvlinkLinksThem) {
           << other.error->to_string();
     }
   }
-  LinkResult host = link_cubin(service, {{"host.o", compile_c("x86_64-linux-gnu", "int f(void) { return 1; }\n")}},
-                               "sm_90");
+  Bytes host_object = compile_c("x86_64-linux-gnu", "int f(void) { return 1; }\n");
+  LinkResult host_archive = link_cubin(service, {{"libhost.a", read_file(make_archive({{"host.o", host_object}}))}},
+                                       "sm_90");
+  ASSERT_FALSE(host_archive.ok());
+  EXPECT_EQ(host_archive.error->input, "libhost.a");
+  EXPECT_NE(host_archive.error->message.find("no member with device code"), std::string::npos)
+      << host_archive.error->to_string();
+  LinkResult host = link_cubin(service, {{"host.o", host_object}}, "sm_90");
   ASSERT_FALSE(host.ok());
   EXPECT_EQ(host.error->code, ErrorCode::ArchMismatch);
   EXPECT_EQ(host.error->input, "host.o");
@@ -367,7 +379,7 @@ TEST(Nvptx, HostObjectsWithRelocatableDeviceCodeLinkAsNvlinkLinksThem) {
 // nvlink's cubin of a kernel that launches a kernel (dynamic parallelism,
 // linked with the toolkit's libcudadevrt.a) leaves the device runtime's
 // __cuda_syscall_* names for the driver to resolve at load: verify accepts
-// it. Any other unresolved name is still refused: the same cubin with one
+// it, and hotlink links the same from -l cudadevrt. Any other unresolved name is still refused: the same cubin with one
 // such name renamed in its string table.
 TEST(Nvptx, VerifyLeavesTheDriversSyscallsToTheDriverAndNothingElse) {
   std::string nvcc = cuda_tool("nvcc"), nvlink = cuda_tool("nvlink");
@@ -390,6 +402,24 @@ TEST(Nvptx, VerifyLeavesTheDriversSyscallsToTheDriverAndNothingElse) {
   options.expected_exports = {"parent", "child"};
   auto v = verify_for_target(cubin, "dp.cubin", kTriple, options);
   EXPECT_TRUE(v.ok()) << v.error().to_string();
+  // hotlink links the same with libcudadevrt.a found by -l and -L (where
+  // nvJitLink is installed), into nvlink's kernels and resources.
+  if (missing().empty()) {
+    LinkRequest req;
+    req.target = kTriple;
+    req.gpu.processor = "sm_90";
+    req.inputs.push_back(Input::file(dir + "/dp.o"));
+    req.libraries = {"cudadevrt"};
+    req.library_paths = {devrt};
+    LinkResult r = LinkService().link(req);
+    ASSERT_TRUE(r.ok()) << r.error->to_string();
+    EXPECT_EQ(resources(r.artifact), resources(cubin));
+    EXPECT_TRUE(verify_for_target(r.artifact, "k.cubin", kTriple, options).ok());
+    req.libraries.clear(); // without it, the device runtime's entry points are unresolved
+    LinkResult without = LinkService().link(req);
+    ASSERT_FALSE(without.ok());
+    EXPECT_EQ(without.error->code, ErrorCode::UndefinedSymbol) << without.error->to_string();
+  }
   const std::string syscall = "__cuda_syscall_";
   auto at = std::search(cubin.begin(), cubin.end(), syscall.begin(), syscall.end());
   ASSERT_NE(at, cubin.end()) << "nvlink's cubin names no __cuda_syscall_: nothing to check";

@@ -13,12 +13,15 @@
 #include "llvm/Support/MemoryBuffer.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace hotlink::detail {
 
 namespace {
 
 nvjitlink::InputKind kind_of(const std::vector<std::uint8_t> &b) {
+  if (b.size() >= 8 && std::memcmp(b.data(), "!<arch>\n", 8) == 0)
+    return nvjitlink::InputKind::Library;
   if (exports::looks_like_ptx(b.data(), b.size()))
     return nvjitlink::InputKind::Ptx;
   if (exports::looks_like_fatbin(b.data(), b.size()))

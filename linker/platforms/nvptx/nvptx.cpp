@@ -13,6 +13,7 @@
 
 #include "llvm/BinaryFormat/ELF.h"
 #include "llvm/Object/ELFObjectFile.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/TargetParser/Triple.h"
 
 #include <algorithm>
@@ -156,8 +157,7 @@ public:
   std::optional<Error> check_inputs(PlanContext &ctx) override {
     for (const LoadedInput &l : ctx.inputs) {
       if (l.archive())
-        return make_error(ErrorCode::InvalidInput, "is an archive; hotlink links PTX and CUDA objects for NVIDIA",
-                          l.display, {}, "give its members as inputs");
+        continue; // a library: nvJitLink links the members the link needs, whose kernels are not its exports
       auto b = read_built(l, sm_number(arch_), arch_);
       if (!b)
         return b.take_error();
@@ -203,6 +203,29 @@ public:
     out.key = "<output>";
     a.push_back(std::move(out));
     ctx.job().output_name_in_image = false;
+  }
+
+  // -L: searched here, by library(); nvJitLink takes no folders.
+  Arg library_path(const std::string &dir) const override { return keyed("", "-L " + dir); }
+
+  // -l NAME: libNAME.a (or -l:FILE) in the -L folders, handed to nvJitLink
+  // as a library like an archive given by path (the toolkit's lib64 holds
+  // libcudadevrt.a).
+  Expected<Arg> library(PlanContext &ctx, const std::string &name) override {
+    std::string file = name.rfind(':', 0) == 0 ? name.substr(1) : "lib" + name + ".a";
+    std::string found = find_library_file(ctx.request.library_paths, {file});
+    if (found.empty())
+      return make_error(ErrorCode::InputNotFound, "no " + file + " in the library folders", name, "-l",
+                        "add -L with the folder that holds it (libcudadevrt.a: the CUDA toolkit's lib64)");
+    auto bytes = llvm::MemoryBuffer::getFile(found, /*IsText=*/false, /*RequiresNullTerminator=*/false);
+    if (!bytes)
+      return make_error(ErrorCode::InputNotFound, "cannot read " + found + ": " + bytes.getError().message(), name, "-l");
+    auto info = exports::read_device_archive((*bytes)->getBufferStart(), (*bytes)->getBufferSize(), found);
+    if (!info)
+      return info.take_error();
+    if (ctx.digest)
+      ctx.fingerprint_file("library " + name, found);
+    return plain(found);
   }
 
   // nvJitLink keeps every kernel and every function a kernel calls: no list.
