@@ -19,7 +19,9 @@ namespace {
 constexpr std::uint32_t kMagic = 0xBA55ED50;
 constexpr std::size_t kHeader = 16;      // the container's header
 constexpr std::size_t kImageHeader = 64; // an image's, at least
-constexpr std::uint16_t kPtx = 1, kElf = 2;
+constexpr std::uint16_t kPtx = 1, kElf = 2, kLtoIr = 8;
+constexpr std::uint32_t kLtoIrMagic = 0x7F4E43ED;
+constexpr std::size_t kLtoIrHeader = 16; // less is not LTO-IR nvJitLink could read
 constexpr std::uint64_t kZstd = 0x8000;   // the payload is zstd-compressed
 constexpr std::uint64_t kOlderLz = 0x2000; // CUDA 11's own compression
 constexpr std::uint64_t kMaxImage = std::uint64_t(1) << 30;
@@ -52,10 +54,16 @@ Expected<FatbinImage> read_image(const std::uint8_t *p, std::uint64_t left, cons
   if (header < kImageHeader || header > left || padded > left - header)
     return bad(name, "an image runs past the end of its container");
   used = header + padded;
-  if (kind != kPtx && kind != kElf)
-    return bad(name, "an image of kind " + std::to_string(kind) + " (neither PTX nor a cubin)");
-  FatbinImage image{kind == kPtx ? FatbinImage::Kind::Ptx : FatbinImage::Kind::Cubin, sm, {}};
+  if (kind != kPtx && kind != kElf && kind != kLtoIr)
+    return bad(name, "an image of kind " + std::to_string(kind) + " (neither PTX, a cubin nor LTO-IR)");
+  FatbinImage image{kind == kPtx    ? FatbinImage::Kind::Ptx
+                    : kind == kElf ? FatbinImage::Kind::Cubin
+                                   : FatbinImage::Kind::LtoIr,
+                    sm,
+                    {}};
   const std::uint8_t *payload = p + header;
+  if (image.kind == FatbinImage::Kind::LtoIr)
+    return image; // sealed: hotlink reads its kind and architecture, never its bytes (nor their compression)
   if (flags & kOlderLz)
     return bad(name, "the sm_" + std::to_string(sm) + " image uses CUDA 11's compression");
   if (!(flags & kZstd)) {
@@ -81,6 +89,19 @@ Expected<FatbinImage> read_image(const std::uint8_t *p, std::uint64_t left, cons
 
 bool looks_like_fatbin(const void *data, std::size_t size) {
   return size >= kHeader && read_le<std::uint32_t>(static_cast<const std::uint8_t *>(data)) == kMagic;
+}
+
+bool looks_like_lto_ir(const void *data, std::size_t size) {
+  return size >= 4 && read_le<std::uint32_t>(static_cast<const std::uint8_t *>(data)) == kLtoIrMagic;
+}
+
+Expected<ObjectInfo> read_lto_ir(const void *data, std::size_t size, const std::string &name) {
+  if (!looks_like_lto_ir(data, size) || size < kLtoIrHeader)
+    return make_error(ErrorCode::InvalidInput, "is not NVIDIA LTO-IR: it is cut short or its magic is not 0x7F4E43ED",
+                      name, {}, "make it with nvcc -dlto -ltoir, or give its cubin or PTX instead");
+  ObjectInfo info = nvptx_object();
+  info.nvidia_lto = true;
+  return info;
 }
 
 Expected<std::vector<FatbinImage>> read_fatbin_images(const void *data, std::size_t size, const std::string &name) {
@@ -120,6 +141,10 @@ Expected<ObjectInfo> read_fatbin(const void *data, std::size_t size, const std::
   ObjectInfo info = nvptx_object();
   std::map<std::string, std::size_t> at; // each name once; a definition wins over a declaration
   for (const FatbinImage &image : *images) {
+    if (image.kind == FatbinImage::Kind::LtoIr) { // its names are sealed
+      info.nvidia_lto = true;
+      continue;
+    }
     auto one = image.kind == FatbinImage::Kind::Ptx ? read_ptx(image.bytes.data(), image.bytes.size(), name)
                                                     : read_object(image.bytes.data(), image.bytes.size(), name);
     if (!one) { // the error names the input; its message, the image
@@ -173,19 +198,17 @@ Expected<std::optional<std::string_view>> carried_fatbin(const void *data, std::
   });
 }
 
-Expected<ObjectInfo> read_device_archive(const void *data, std::size_t size, const std::string &name) {
+Expected<std::vector<DeviceMember>> device_members(const void *data, std::size_t size, const std::string &name) {
   auto refused = [&](const std::string &why) {
     return make_error(ErrorCode::InvalidInput, why, name, {},
                       "give an archive of nvcc -rdc=true -c objects or cubins (ar rcs libNAME.a ...)");
   };
-  return read_guarded<ObjectInfo>(name, ErrorCode::InvalidInput, [&]() -> Expected<ObjectInfo> {
+  return read_guarded<std::vector<DeviceMember>>(name, ErrorCode::InvalidInput, [&]() -> Expected<std::vector<DeviceMember>> {
     llvm::MemoryBufferRef buf(llvm::StringRef(static_cast<const char *>(data), size), name);
     auto archive = llvm::object::Archive::create(buf);
     if (!archive)
       return refused("cannot read it as an archive: " + llvm::toString(archive.takeError()));
-    ObjectInfo info = nvptx_object();
-    info.kind = FileKind::Archive;
-    bool any = false;
+    std::vector<DeviceMember> members;
     llvm::Error err = llvm::Error::success();
     for (const llvm::object::Archive::Child &c : (*archive)->children(err)) {
       auto member = c.getName();
@@ -203,26 +226,41 @@ Expected<ObjectInfo> read_device_archive(const void *data, std::size_t size, con
       }
       bool cubin = bytes->size() >= 20 && std::memcmp(bytes->data(), "\x7f" "ELF", 4) == 0 &&
                    (static_cast<unsigned char>((*bytes)[18]) | static_cast<unsigned char>((*bytes)[19]) << 8) == 190;
-      if (!*fatbin && !cubin)
-        continue; // host code alone
-      auto one = *fatbin ? read_fatbin((*fatbin)->data(), (*fatbin)->size(), label)
-                         : read_object(bytes->data(), bytes->size(), label);
-      if (!one) {
-        llvm::consumeError(std::move(err));
-        return one.take_error();
-      }
-      any = true;
-      for (Symbol &s : one->symbols) {
-        s.member = member->str();
-        info.symbols.push_back(std::move(s));
-      }
+      if (*fatbin)
+        members.push_back({member->str(), **fatbin});
+      else if (cubin || looks_like_lto_ir(bytes->data(), bytes->size()))
+        members.push_back({member->str(), std::string_view(bytes->data(), bytes->size())});
+      // else: host code alone
     }
     if (err)
       return refused("corrupt archive: " + llvm::toString(std::move(err)));
-    if (!any)
+    if (members.empty())
       return refused("the archive has no member with device code");
-    return info;
+    return members;
   });
+}
+
+Expected<ObjectInfo> read_device_archive(const void *data, std::size_t size, const std::string &name) {
+  auto members = device_members(data, size, name);
+  if (!members)
+    return members.take_error();
+  ObjectInfo info = nvptx_object();
+  info.kind = FileKind::Archive;
+  for (const DeviceMember &m : *members) {
+    std::string label = name + "(" + m.name + ")";
+    auto one = looks_like_fatbin(m.device.data(), m.device.size()) ? read_fatbin(m.device.data(), m.device.size(), label)
+               : looks_like_lto_ir(m.device.data(), m.device.size())
+                   ? read_lto_ir(m.device.data(), m.device.size(), label)
+                   : read_object(m.device.data(), m.device.size(), label);
+    if (!one)
+      return one.take_error();
+    info.nvidia_lto = info.nvidia_lto || one->nvidia_lto;
+    for (Symbol &s : one->symbols) {
+      s.member = m.name;
+      info.symbols.push_back(std::move(s));
+    }
+  }
+  return info;
 }
 
 } // namespace hotlink::exports

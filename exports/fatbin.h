@@ -4,9 +4,10 @@
 // from. NVIDIA documents no layout; this reads the one CUDA 12 and 13's
 // fatbinary write (checked against it at test time): a 16-byte header
 // (magic 0xBA55ED50, version 1, its own size, the size of what follows),
-// then per image a header (kind, header size, payload size, compressed
-// size, SM, flags, uncompressed size) and the payload, zstd-compressed
-// when flag 0x8000 is set. Several containers may follow one another.
+// then per image a header (kind: 1 PTX, 2 cubin, 8 LTO-IR; header size,
+// payload size, compressed size, SM, flags, uncompressed size) and the
+// payload, zstd-compressed when flag 0x8000 is set. Several containers may
+// follow one another.
 #pragma once
 
 #include "hotlink/symbols.h"
@@ -21,12 +22,19 @@
 namespace hotlink::exports {
 
 struct FatbinImage {
-  enum class Kind { Ptx, Cubin } kind;
-  unsigned sm = 0;                 // the SM architecture it is for: 90 for sm_90
-  std::vector<std::uint8_t> bytes; // uncompressed (PTX: its text)
+  enum class Kind { Ptx, Cubin, LtoIr } kind;
+  unsigned sm = 0;                 // the SM architecture it is for: 90 for sm_90 (LTO-IR: lto_90)
+  std::vector<std::uint8_t> bytes; // uncompressed (PTX: its text); LTO-IR: none, never read
 };
 
 bool looks_like_fatbin(const void *data, std::size_t size);
+
+// NVIDIA's LTO-IR (nvcc -dlto -ltoir, NVRTC with -dlto): its magic,
+// 0x7F4E43ED. Nothing else of it is readable (NVIDIA encodes it).
+bool looks_like_lto_ir(const void *data, std::size_t size);
+
+// LTO-IR as an object: ELF, nvptx64, nvidia_lto, no symbols.
+Expected<ObjectInfo> read_lto_ir(const void *data, std::size_t size, const std::string &name);
 
 // Every image; an error names the input and what is wrong (a truncated
 // header or payload, a compression this cannot read).
@@ -41,6 +49,16 @@ Expected<ObjectInfo> read_fatbin(const void *data, std::size_t size, const std::
 // code in .nv_fatbin (the first, when both are there). nullopt: not an
 // ELF object of a CPU, or one that carries none. A view into `data`.
 Expected<std::optional<std::string_view>> carried_fatbin(const void *data, std::size_t size, const std::string &name);
+
+// The members of an archive that carry device code: a host object's fat
+// binary (a view into `data`), a cubin or LTO-IR (the member itself).
+// Members of host code alone are passed over; an archive with none is
+// refused by name.
+struct DeviceMember {
+  std::string name;        // the member's
+  std::string_view device; // a fat binary, cubin or LTO-IR
+};
+Expected<std::vector<DeviceMember>> device_members(const void *data, std::size_t size, const std::string &name);
 
 // An archive for a device link (libcudadevrt.a, an archive of nvcc
 // -rdc=true -c objects or of cubins): as an object, ELF, nvptx64, kind

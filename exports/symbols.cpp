@@ -561,9 +561,11 @@ Expected<ObjectInfo> read_object_unguarded(const void *data, std::size_t size, c
     return read_ptx(data, size, name);
   if (looks_like_fatbin(data, size))
     return read_fatbin(data, size, name);
+  if (looks_like_lto_ir(data, size))
+    return read_lto_ir(data, size, name);
   if (!readable_magic(buf.getBuffer()))
-    return invalid(name, "not an ELF, COFF, Mach-O or wasm object, nor LLVM bitcode, PTX, a CUDA fat binary, nor "
-                         "an archive of them");
+    return invalid(name, "not an ELF, COFF, Mach-O or wasm object, nor LLVM bitcode, PTX, a CUDA fat binary, "
+                         "NVIDIA LTO-IR, nor an archive of them");
   if (identify_magic(buf.getBuffer()) == file_magic::bitcode)
     return read_bitcode(buf, name);
   auto bin = createBinary(buf);

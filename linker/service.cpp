@@ -198,7 +198,7 @@ std::optional<Error> LinkService::Impl::run(const LinkRequest &req, const Plan &
   res.artifact = std::move(out.artifact);
   res.implib = std::move(out.implib);
   res.pdb = std::move(out.pdb);
-  return std::nullopt;
+  return plan.platform ? plan.platform->exports_from_artifact(res.artifact, res.exports) : std::nullopt;
 }
 
 // A failed run: again with the platform's revision of the plan (its
@@ -333,6 +333,9 @@ std::optional<Error> LinkService::Impl::link_cached(const LinkRequest &req, cons
   for (std::string &w : fetched->warnings)
     res.diagnostics.push_back(Diagnostic{Severity::Warning, std::move(w), {}, {}});
   res.artifact = std::move(e.artifact.bytes);
+  if (fetched->hit && plan.platform) // what planning could not name, as the miss that stored it had them
+    if (auto err = plan.platform->exports_from_artifact(res.artifact, res.exports))
+      return err;
   res.implib = std::move(e.artifact.implib);
   res.pdb = std::move(e.artifact.pdb);
   res.artifact_blake3 = e.manifest.blake3;

@@ -22,6 +22,17 @@ Expected<ArtifactDescription> describe_artifact(const std::vector<std::uint8_t> 
   return t->platform->describe(bytes, name);
 }
 
+Expected<ArtifactDescription> describe_device_code(const std::vector<std::uint8_t> &bytes, const std::string &name,
+                                                   const std::string &target) {
+  auto t = detail::resolve_target(target);
+  if (!t)
+    return t.take_error();
+  if (!t->platform->processor || !t->platform->describe)
+    return make_error(ErrorCode::BadRequest, "'" + target + "' is not a GPU target: its inputs carry no device code", {},
+                      "--target", "pass nvptx64-nvidia-cuda or amdgcn-amd-amdhsa");
+  return t->platform->describe(bytes, name);
+}
+
 Expected<bool> loads_here(const std::string &target) {
   auto host = detail::resolve_target("");
   auto t = detail::resolve_target(target);

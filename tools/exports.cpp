@@ -21,14 +21,43 @@ struct Inputs {
   std::vector<hotlink::ExportDetails> described;
 };
 
+// The kernels of the device code `path` holds for a GPU `target`: alone,
+// or carried by a host object or an archive's members (nvcc -rdc=true -c,
+// libcudadevrt.a). LTO-IR names no kernel until a link compiles it: said
+// on stderr.
+bool read_device_code(const std::vector<std::uint8_t> &bytes, const std::string &path, const std::string &target,
+                      Inputs &in) {
+  auto d = hotlink::describe_device_code(bytes, path, target);
+  if (!d) {
+    std::fprintf(stderr, "hotlink: %s\n", d.error().to_string().c_str());
+    return false;
+  }
+  for (const auto &[key, value] : d->properties)
+    if (key == "lto_ir")
+      std::fprintf(stderr, "hotlink: note: %s holds LTO-IR (%s), whose kernels only a link names\n", path.c_str(),
+                   value.c_str());
+  for (hotlink::ExportDetails &e : d->exports)
+    in.described.push_back(std::move(e));
+  return true;
+}
+
+bool gpu_target(const std::string &target) {
+  return target.rfind("nvptx64", 0) == 0 || target.rfind("amdgcn", 0) == 0;
+}
+
 // Reads every input; on failure prints the error and returns nothing.
-std::optional<Inputs> read_inputs(const std::vector<std::string> &paths) {
+std::optional<Inputs> read_inputs(const std::vector<std::string> &paths, const std::string &target) {
   Inputs in;
   for (const std::string &path : paths) {
     auto bytes = hotlink::read_artifact_file(path);
     if (!bytes) {
       std::fprintf(stderr, "hotlink: %s\n", bytes.error().to_string().c_str());
       return std::nullopt;
+    }
+    if (gpu_target(target)) {
+      if (!read_device_code(*bytes, path, target, in))
+        return std::nullopt;
+      continue;
     }
     auto info = read_object(bytes->data(), bytes->size(), path);
     if (!info) {
@@ -138,10 +167,10 @@ int exports(int argc, char **argv) {
   if (std::find(std::begin(formats), std::end(formats), format) == std::end(formats))
     return usage_error("--format takes list, def, version-script, macho, wasm or json, not '" + format + "'", "exports");
 
-  std::optional<Inputs> in = read_inputs(inputs);
+  std::optional<Inputs> in = read_inputs(inputs, target);
   if (!in)
     return kUsage;
-  if (!in->described.empty() && policy.mode == ExportPolicy::Mode::EntryPoints && format == "list")
+  if (gpu_target(target) || (!in->described.empty() && policy.mode == ExportPolicy::Mode::EntryPoints && format == "list"))
     return print_described(in->described);
   if (auto bad = mismatch(in->infos[0], target))
     return usage_error(*bad, "exports");

@@ -52,6 +52,11 @@ struct HOTLINK_API ObjectInfo {
   // LLVM bitcode (clang -flto / -flto=thin), alone or among an archive's
   // members: lld compiles it (LTO). Format and arch come from its triple.
   bool bitcode = false;
+  // NVIDIA LTO-IR (nvcc -dlto, -ltoir), alone, as a fat binary's image, or
+  // carried by a host object or an archive member: nvJitLink compiles it
+  // at the link (-lto). NVIDIA's encoding seals its names, so none of them
+  // is listed; a link's kernels are read from the cubin it makes.
+  bool nvidia_lto = false;
   // ELF: has sections the startup objects frame or run (.init, .fini,
   // .ctors, .dtors, .tm_clone_table), so a link must include crti.o and
   // crtbeginS.o and their ends. COFF: has initializers (.CRT$XI*,

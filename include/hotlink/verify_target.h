@@ -47,6 +47,16 @@ struct HOTLINK_API ArtifactDescription {
 //   fat binary's images' kernels, each with its image's.
 HOTLINK_API Expected<ArtifactDescription> describe_artifact(const std::vector<std::uint8_t> &bytes, const std::string &name);
 
+// The device code an input holds for `target` (a GPU triple), as
+// describe_artifact says it: for nvptx64-nvidia-cuda also the fat binary
+// a host object carries (nvcc -rdc=true -c) and each archive member's
+// (each kernel with its "member"); NVIDIA LTO-IR, whose names are sealed
+// until a link compiles it, is the property "lto_ir" (lto_90), with no
+// kernels. Errors name the input (BadRequest naming --target for a triple
+// that is not a GPU's).
+HOTLINK_API Expected<ArtifactDescription> describe_device_code(const std::vector<std::uint8_t> &bytes,
+                                                               const std::string &name, const std::string &target);
+
 // Whether `target` ("" = this host) is linked to this host's format and
 // arch, so that its artifacts can be loaded here.
 HOTLINK_API Expected<bool> loads_here(const std::string &target);

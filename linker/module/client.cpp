@@ -161,6 +161,14 @@ Expected<ArtifactDescription> describe_artifact(const std::vector<std::uint8_t> 
   return (*table)->describe_artifact(bytes, name);
 }
 
+Expected<ArtifactDescription> describe_device_code(const std::vector<std::uint8_t> &bytes, const std::string &name,
+                                                   const std::string &target) {
+  auto table = linker_module::linker();
+  if (!table)
+    return table.take_error();
+  return (*table)->describe_device_code(bytes, name, target);
+}
+
 Expected<bool> loads_here(const std::string &target) {
   if (target.empty()) // this host's artifacts load here
     return true;

@@ -1,5 +1,5 @@
 // libhotlink-linker.so's entry point (plugin.h): the linker behind the
-// table the runtime calls. Only hotlink_linker_module_v3 leaves the module.
+// table the runtime calls. Only hotlink_linker_module_v4 leaves the module.
 #include "linker/module/plugin.h"
 #include "hotlink/verify_target.h"
 #include "exports/artifacts.h"
@@ -99,6 +99,12 @@ Expected<ArtifactDescription> described(const std::vector<std::uint8_t> &bytes, 
                                                   as_expected<ArtifactDescription>);
 }
 
+Expected<ArtifactDescription> device_described(const std::vector<std::uint8_t> &bytes, const std::string &name,
+                                               const std::string &target) {
+  return contained<Expected<ArtifactDescription>>([&] { return hotlink::describe_device_code(bytes, name, target); },
+                                                  as_expected<ArtifactDescription>);
+}
+
 Expected<bool> loads(const std::string &target) {
   return contained<Expected<bool>>([&] { return hotlink::loads_here(target); }, as_expected<bool>);
 }
@@ -133,11 +139,11 @@ Expected<exports::ArtifactInfo> artifact_read(const void *data, std::size_t size
 
 } // namespace hotlink::linker_module
 
-extern "C" __attribute__((visibility("default"))) const hotlink::linker_module::Table *hotlink_linker_module_v3() {
+extern "C" __attribute__((visibility("default"))) const hotlink::linker_module::Table *hotlink_linker_module_v4() {
   using namespace hotlink::linker_module;
   static const Table table{stamp(HOTLINK_VERSION_STRING), create_service, destroy_service, link, submit, key_of,
                            stats_of, usable, llvm_options, artifact_of, verify_target, lld,
-                           object_of, targets, triple_of, demangled, described, loads, format_of,
+                           object_of, targets, triple_of, demangled, described, device_described, loads, format_of,
                            implib, artifact_read};
   return &table;
 }

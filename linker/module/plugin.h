@@ -33,7 +33,7 @@ namespace hotlink::linker_module {
 
 // The table's version: a new one for each change of the Table's layout,
 // so a runtime never reads past the end of an older module's table.
-inline constexpr const char *kSymbol = "hotlink_linker_module_v3";
+inline constexpr const char *kSymbol = "hotlink_linker_module_v4";
 inline constexpr const char *kEnv = "HOTLINK_LINKER_MODULE";
 
 // What must match between the two sides.
@@ -84,6 +84,8 @@ struct Table {
   std::string (*demangle)(const std::string &name);
   // verify_target.h's other functions: they need the platform table.
   Expected<ArtifactDescription> (*describe_artifact)(const std::vector<std::uint8_t> &bytes, const std::string &name);
+  Expected<ArtifactDescription> (*describe_device_code)(const std::vector<std::uint8_t> &bytes, const std::string &name,
+                                                        const std::string &target);
   Expected<bool> (*loads_here)(const std::string &target);
   // link.h's target_format and import_library_from_def: the platform table,
   // LLVM's .def parser and import-library writer.

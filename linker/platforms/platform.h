@@ -176,6 +176,13 @@ public:
   virtual std::optional<Error> runtime_libraries(PlanContext &) { return std::nullopt; }
   // After a failed link: what to do about an undefined symbol.
   virtual std::string undefined_hint(const LinkRequest &, const std::string &symbol) const = 0;
+  // The exports planning could not name, added to `exports` from the
+  // linked artifact (nvptx: the kernels of LTO-IR, whose names are sealed
+  // until nvJitLink compiles it); an error when they do not hold.
+  virtual std::optional<Error> exports_from_artifact(const std::vector<std::uint8_t> &,
+                                                     std::vector<std::string> &) {
+    return std::nullopt;
+  }
   // After a failed link: a change to `plan` that lets it link (ELF:
   // exported data that code reaches PC-relative is bound inside the
   // artifact), with a warning in `changes` for each thing it gave up so

@@ -22,5 +22,5 @@ expect_link_error() { # ENV_VALUE PATTERN
     { echo "runtime_weight.sh: with HOTLINK_LINKER_MODULE=$1, expected $3 in:" >&2; echo "$out" >&2; exit 1; }
 }
 expect_link_error "$work/none.so" missing "libhotlink-linker-[0-9.]*so, which is not installed (looked for $work/none.so)"
-expect_link_error "$work/k.so" foreign "has no hotlink_linker_module_v3"
+expect_link_error "$work/k.so" foreign "has no hotlink_linker_module_v4"
 echo "without its module, the link alone failed and said why"

@@ -128,3 +128,14 @@ if [[ -x $fatbinary ]]; then
   "$fatbinary" -64 --compress=false --create=device-plain.fatbin --image3=kind=ptx,sm=90,file=device.ptx
   cp device.fatbin device-plain.fatbin "$out/fuzz_objects/"
 fi
+# Where nvcc is installed, what CUDA's separate compilation hands a device
+# link: host objects carrying relocatable device code and LTO-IR, and an
+# archive of them.
+nvcc=${CUDA_HOME:-/usr/local/cuda}/bin/nvcc
+if [[ -x $nvcc ]]; then
+  printf 'extern "C" __global__ void scale(int *a, int k) { a[threadIdx.x] *= k; }\n' > rdc.cu
+  "$nvcc" -rdc=true -c -arch=sm_90 rdc.cu -o rdc.o
+  "$nvcc" -rdc=true -c -gencode=arch=compute_90,code=lto_90 rdc.cu -o rdc-lto.o
+  $ar rcs librdc.a rdc.o rdc-lto.o
+  cp rdc.o rdc-lto.o librdc.a "$out/fuzz_objects/"
+fi

@@ -105,6 +105,8 @@ Expected<Cubin> read(const void *data, std::size_t size, const std::string &name
       shared[sname->substr(11).str()] = sh.sh_size;
     } else if (sname->starts_with(".nv.constant0.")) {
       params[sname->substr(14).str()] = sh.sh_size;
+    } else if (unsigned bank = 0; sname->starts_with(".nv.constant") && !sname->substr(12).getAsInteger(10, bank)) {
+      c.constant_banks[bank] += sh.sh_size;
     }
   }
   if (!symtab)

@@ -1,14 +1,15 @@
 // Internal. Reading a cubin (ELF for EM_CUDA) as the CUDA driver would:
 // the SM architecture in its header, its kernels with their resources
 // from its own sections (the registers, frame and stack sizes of
-// .nv.info, the shared memory of .nv.shared.KERNEL), and what it leaves
-// unresolved.
+// .nv.info, the shared memory of .nv.shared.KERNEL), the module's constant
+// banks, and what it leaves unresolved.
 #pragma once
 
 #include "hotlink/error.h"
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,9 @@ struct Cubin {
   unsigned sm = 0;        // 90 for sm_90
   bool executable = false; // linked (ET_EXEC), not relocatable (ET_REL)
   std::vector<Kernel> kernels;
+  // The module's constant banks (.nv.constantN: __constant__ data in bank
+  // 3, the compiler's literals in bank 2), bank -> bytes.
+  std::map<unsigned, std::uint64_t> constant_banks;
   std::vector<std::string> undefined; // but the names the driver resolves at load (.nv.*, __cuda_syscall_*)
 };
 

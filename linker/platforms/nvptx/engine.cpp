@@ -14,6 +14,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
+#include <set>
 
 namespace hotlink::detail {
 
@@ -26,6 +28,8 @@ nvjitlink::InputKind kind_of(const std::vector<std::uint8_t> &b) {
     return nvjitlink::InputKind::Ptx;
   if (exports::looks_like_fatbin(b.data(), b.size()))
     return nvjitlink::InputKind::Fatbin;
+  if (exports::looks_like_lto_ir(b.data(), b.size()))
+    return nvjitlink::InputKind::LtoIr;
   // A cubin (EM_CUDA) is nvJitLink's CUBIN; its OBJECT is a host object
   // carrying a fat binary, from which it would link nothing of a cubin.
   if (cubin::is_cubin(b.data(), b.size()))
@@ -82,7 +86,10 @@ bool gather(const Job &job, std::vector<std::string> &options, std::vector<nvjit
 //   ptxas application ptx input, line 58; error   : Unknown modifier '.x'
 //   ERROR NVJITLINK_ERROR_PTX_COMPILE: JIT the PTX (k.ptx)
 //   error   : Undefined reference to 'helper' in 'a.ptx'
-std::string diagnostics_of(const std::string &log) {
+//   ptxas fatal   : Unresolved extern function '_Z8scale_ofi'
+// (an LTO link: one program; `declared_in` names the input that declares
+// it).
+std::string diagnostics_of(const std::string &log, const std::map<std::string, std::string> &declared_in) {
   std::vector<std::string> lines, pending; // pending: "line N: MSG" of a PTX not yet named
   std::string out;
   std::size_t pos = 0;
@@ -114,6 +121,16 @@ std::string diagnostics_of(const std::string &log) {
       pending.clear();
       continue;
     }
+    const std::string unresolved = "Unresolved extern function '";
+    if (std::size_t u = line.find(unresolved); u != std::string::npos) {
+      std::string symbol = line.substr(u + unresolved.size());
+      symbol = symbol.substr(0, symbol.find('\''));
+      auto in = declared_in.find(symbol);
+      out += "nvjitlink: error: " + (in == declared_in.end() ? std::string() : in->second) +
+             ": undefined symbol: " + symbol + "\n";
+      pending.clear();
+      continue;
+    }
     const std::string undefined = "Undefined reference to '";
     if (std::size_t u = line.find(undefined); u != std::string::npos) {
       std::string rest = line.substr(u + undefined.size());
@@ -125,6 +142,42 @@ std::string diagnostics_of(const std::string &log) {
   }
   for (const std::string &p : pending)
     out += "nvjitlink: error: " + p + "\n";
+  return out;
+}
+
+// An LTO link compiles its LTO-IR as one program, and ptxas names an
+// unresolved function without the input that calls it: each input's own
+// PTX (nvJitLink -lto -ptx on it alone) says which declares it.
+std::map<std::string, std::string> declarers(const std::string &log, const std::vector<std::string> &options,
+                                             const std::vector<nvjitlink::Input> &inputs) {
+  std::map<std::string, std::string> out;
+  const std::string unresolved = "Unresolved extern function '";
+  std::set<std::string> wanted;
+  for (std::size_t at = log.find(unresolved); at != std::string::npos; at = log.find(unresolved, at + 1)) {
+    std::size_t b = at + unresolved.size(), e = log.find('\'', b);
+    if (e != std::string::npos)
+      wanted.insert(log.substr(b, e - b));
+  }
+  if (wanted.empty())
+    return out;
+  std::vector<std::string> alone;
+  for (const std::string &o : options)
+    if (o.rfind("-arch=", 0) == 0 || o == "-lto")
+      alone.push_back(o);
+  alone.push_back("-ptx");
+  for (const nvjitlink::Input &in : inputs) {
+    if (in.kind == nvjitlink::InputKind::Library || out.size() == wanted.size())
+      continue;
+    nvjitlink::Linked one = nvjitlink::link(alone, {in});
+    if (!one.ok)
+      continue;
+    auto m = exports::read_ptx_module(one.ptx.data(), one.ptx.size(), in.name);
+    if (!m)
+      continue;
+    for (const std::string &f : m->extern_functions)
+      if (wanted.count(f))
+        out.emplace(f, in.name);
+  }
   return out;
 }
 
@@ -141,7 +194,8 @@ JobOutput run_nvjitlink(const Job &job) {
     out.setup_error = linked.failure;
     return out;
   }
-  out.err_text = diagnostics_of(linked.error_log);
+  out.err_text = diagnostics_of(linked.error_log, linked.ok ? std::map<std::string, std::string>()
+                                                              : declarers(linked.error_log, options, inputs));
   if (!linked.ok && out.err_text.empty())
     out.err_text = "nvjitlink: error: " + (linked.error_log.empty() ? linked.failure : linked.error_log) + "\n";
   out.out_text = linked.info_log;

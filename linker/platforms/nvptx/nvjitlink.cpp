@@ -1,6 +1,7 @@
 #include "linker/platforms/nvptx/nvjitlink.h"
 #include "base/memo.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <dirent.h>
 #include <dlfcn.h>
@@ -29,6 +30,7 @@ int input_type(InputKind k) {
   switch (k) {
   case InputKind::Cubin: return 1;
   case InputKind::Ptx: return 2;
+  case InputKind::LtoIr: return 3;
   case InputKind::Fatbin: return 4;
   case InputKind::Object: return 5;
   case InputKind::Library: return 6;
@@ -42,8 +44,8 @@ struct Api {
   DestroyFn destroy = nullptr;
   AddDataFn add_data = nullptr;
   CompleteFn complete = nullptr;
-  SizeFn cubin_size = nullptr, error_log_size = nullptr, info_log_size = nullptr;
-  CopyFn cubin = nullptr, error_log = nullptr, info_log = nullptr;
+  SizeFn cubin_size = nullptr, error_log_size = nullptr, info_log_size = nullptr, ptx_size = nullptr;
+  CopyFn cubin = nullptr, error_log = nullptr, info_log = nullptr, ptx = nullptr;
   VersionFn version = nullptr;
   std::string version_text;
 };
@@ -108,9 +110,11 @@ Api load_api() {
   a.error_log = reinterpret_cast<CopyFn>(sym("nvJitLinkGetErrorLog"));
   a.info_log_size = reinterpret_cast<SizeFn>(sym("nvJitLinkGetInfoLogSize"));
   a.info_log = reinterpret_cast<CopyFn>(sym("nvJitLinkGetInfoLog"));
+  a.ptx_size = reinterpret_cast<SizeFn>(sym("nvJitLinkGetLinkedPtxSize"));
+  a.ptx = reinterpret_cast<CopyFn>(sym("nvJitLinkGetLinkedPtx"));
   a.version = reinterpret_cast<VersionFn>(::dlsym(h, "nvJitLinkVersion"));
   if (!a.create || !a.destroy || !a.add_data || !a.complete || !a.cubin_size || !a.cubin || !a.error_log_size ||
-      !a.error_log || !a.info_log_size || !a.info_log) {
+      !a.error_log || !a.info_log_size || !a.info_log || !a.ptx_size || !a.ptx) {
     a.failure = a.path + " lacks nvJitLink's functions (nvJitLinkCreate, ...): not a CUDA 12 or 13 nvJitLink";
     a.create = nullptr;
     return a;
@@ -223,7 +227,11 @@ Linked link(const std::vector<std::string> &options, const std::vector<Input> &i
   out.error_log = read_log(h, a.error_log_size, a.error_log);
   out.info_log = read_log(h, a.info_log_size, a.info_log);
   std::size_t size = 0;
-  if (ok && a.cubin_size(h, &size) == 0 && size > 0) {
+  bool as_ptx = std::find(options.begin(), options.end(), "-ptx") != options.end();
+  if (ok && as_ptx) {
+    out.ptx = read_log(h, a.ptx_size, a.ptx);
+    out.ok = !out.ptx.empty();
+  } else if (ok && a.cubin_size(h, &size) == 0 && size > 0) {
     out.cubin.resize(size);
     out.ok = a.cubin(h, out.cubin.data()) == 0;
   }

@@ -24,7 +24,7 @@ std::vector<std::string> candidates();
 Expected<std::string> find_library();
 
 // One input as nvJitLink takes it.
-enum class InputKind { Ptx, Cubin, Fatbin, Object, Library };
+enum class InputKind { Ptx, Cubin, Fatbin, Object, Library, LtoIr };
 struct Input {
   std::string name; // shown in its messages
   InputKind kind;
@@ -33,7 +33,8 @@ struct Input {
 
 struct Linked {
   bool ok = false;
-  std::vector<std::uint8_t> cubin;
+  std::vector<std::uint8_t> cubin; // with "-ptx" among the options: none
+  std::string ptx;                 // with "-ptx": the linked program as PTX (an LTO link's, before ptxas)
   std::string error_log, info_log; // nvJitLink's, as it wrote them
   std::string failure;             // why nvJitLink itself could not run
 };

@@ -1,6 +1,7 @@
 // The NVIDIA platform (nvptx64-nvidia-cuda): a cubin for one SM
 // architecture, linked in-process by NVIDIA's nvJitLink (nvjitlink.h) from
-// PTX, relocatable cubins and fat binaries, as the CUDA driver loads it: the kernels as
+// PTX, relocatable cubins, LTO-IR and fat binaries (alone, or carried by
+// host objects and archives), as the CUDA driver loads it: the kernels as
 // exports, nothing left unresolved. nvJitLink is not lld: the platform
 // plans a job whose engine (engine() below) hands its inputs to nvJitLink.
 #include "linker/platforms/nvptx/cubin.h"
@@ -55,43 +56,62 @@ struct Built {
   std::string display;
   std::string target;               // PTX: its .target
   std::vector<std::string> kernels; // PTX: its .entry names
+  bool lto = false;                 // LTO-IR: compiled at the link, its kernels known after it
 };
 
-// The kernels of a relocatable cubin (ptxas -c, nvcc -rdc): its defined
-// functions.
-std::vector<std::string> cubin_functions(const exports::ObjectInfo &info) {
+// The kernels of a relocatable cubin (ptxas -c, nvcc -rdc): its entry
+// functions (STO_CUDA_ENTRY). Its other global functions are device
+// functions another input calls (a __device__ function, CUB's
+// __cuda_sm70_shflsync_down_p), no kernel of the link.
+Expected<std::vector<std::string>> cubin_kernels(const std::uint8_t *data, std::size_t size, const std::string &name) {
+  auto c = cubin::read(data, size, name);
+  if (!c)
+    return c.take_error();
   std::vector<std::string> out;
-  for (const exports::Symbol &s : info.symbols)
-    if (s.defined && s.function)
-      out.push_back(s.name);
+  for (const cubin::Kernel &k : c->kernels)
+    out.push_back(k.name);
   return out;
 }
 
 // The image of a fat binary that nvJitLink takes for `sm`: a cubin of the
 // same major architecture and no later minor one (the CUDA driver's rule),
-// else the latest PTX not written for a later one.
+// else the latest LTO-IR not written for a later one (compiled with the
+// link's other LTO-IR: nvcc -dlto's objects hold it and PTX), else the
+// latest such PTX.
 // `fatbin`: the input itself, or the fat binary a host object carries.
 Expected<Built> read_fatbin_built(const LoadedInput &l, std::string_view fatbin, unsigned sm, const std::string &arch) {
   auto images = exports::read_fatbin_images(fatbin.data(), fatbin.size(), l.display);
   if (!images)
     return images.take_error();
-  const exports::FatbinImage *cubin = nullptr, *ptx = nullptr;
+  using Kind = exports::FatbinImage::Kind;
+  const exports::FatbinImage *cubin = nullptr, *ptx = nullptr, *lto = nullptr;
   std::string has;
+  auto latest = [&](const exports::FatbinImage *&best, const exports::FatbinImage &i) {
+    if (i.sm <= sm && (!best || i.sm > best->sm))
+      best = &i;
+  };
   for (const exports::FatbinImage &i : *images) {
-    bool is_ptx = i.kind == exports::FatbinImage::Kind::Ptx;
-    has += std::string(has.empty() ? "" : ", ") + "sm_" + std::to_string(i.sm) + (is_ptx ? " PTX" : " cubin");
-    if (is_ptx && i.sm <= sm && (!ptx || i.sm > ptx->sm))
-      ptx = &i;
-    if (!is_ptx && i.sm / 10 == sm / 10 && i.sm <= sm && (!cubin || i.sm > cubin->sm))
-      cubin = &i;
+    has += std::string(has.empty() ? "" : ", ") +
+           (i.kind == Kind::LtoIr ? "lto_" + std::to_string(i.sm) + " LTO-IR"
+                                  : "sm_" + std::to_string(i.sm) + (i.kind == Kind::Ptx ? " PTX" : " cubin"));
+    if (i.kind == Kind::Ptx)
+      latest(ptx, i);
+    else if (i.kind == Kind::LtoIr)
+      latest(lto, i);
+    else if (i.sm / 10 == sm / 10)
+      latest(cubin, i);
   }
   Built b;
   b.display = l.display;
+  if (!cubin && lto) {
+    b.lto = true;
+    return b;
+  }
   if (cubin) {
-    auto info = exports::read_object(cubin->bytes.data(), cubin->bytes.size(), l.display);
-    if (!info)
-      return info.take_error();
-    b.kernels = cubin_functions(*info);
+    auto kernels = cubin_kernels(cubin->bytes.data(), cubin->bytes.size(), l.display);
+    if (!kernels)
+      return kernels.take_error();
+    b.kernels = std::move(*kernels);
     return b;
   }
   if (!ptx)
@@ -122,15 +142,23 @@ Expected<Built> read_built(const LoadedInput &l, unsigned sm, const std::string 
   }
   if (exports::looks_like_fatbin(l.data, l.size))
     return read_fatbin_built(l, std::string_view(static_cast<const char *>(l.data), l.size), sm, arch);
+  if (l.info.nvidia_lto) {
+    b.lto = true;
+    return b;
+  }
   if (cubin::is_cubin(l.data, l.size)) {
-    b.kernels = cubin_functions(l.info);
+    auto kernels = cubin_kernels(static_cast<const std::uint8_t *>(l.data), l.size, l.display);
+    if (!kernels)
+      return kernels.take_error();
+    b.kernels = std::move(*kernels);
     return b;
   }
   return make_error(ErrorCode::InvalidInput,
-                    "is neither PTX, a CUDA object (a cubin ptxas -c made), a fat binary nor a host object carrying one",
+                    "is neither PTX, a CUDA object (a cubin ptxas -c made), LTO-IR, a fat binary nor a host object "
+                    "carrying one",
                     l.display, {},
-                    "give PTX (clang -x cuda --cuda-device-only -S), ptxas -c's relocatable cubin, a .fatbin or "
-                    "nvcc -rdc=true -c's object");
+                    "give PTX (clang -x cuda --cuda-device-only -S), ptxas -c's relocatable cubin, nvcc -dlto -ltoir's "
+                    "LTO-IR, a .fatbin or nvcc -rdc=true -c's object");
 }
 
 class NvptxLink final : public PlatformLink {
@@ -156,11 +184,14 @@ public:
   // for it: refused here, naming both, before nvJitLink says less.
   std::optional<Error> check_inputs(PlanContext &ctx) override {
     for (const LoadedInput &l : ctx.inputs) {
-      if (l.archive())
-        continue; // a library: nvJitLink links the members the link needs, whose kernels are not its exports
+      if (l.archive()) { // a library: nvJitLink links the members the link needs, whose kernels are not its exports
+        lto_ = lto_ || l.info.nvidia_lto;
+        continue;
+      }
       auto b = read_built(l, sm_number(arch_), arch_);
       if (!b)
         return b.take_error();
+      lto_ = lto_ || b->lto;
       if (!b->target.empty() && sm_number(b->target) > sm_number(arch_))
         return make_error(ErrorCode::ArchMismatch,
                           "is PTX for " + b->target + ", which does not compile for " + arch_, l.display, "--mcpu",
@@ -170,7 +201,15 @@ public:
     return std::nullopt;
   }
 
+  // A link with LTO-IR has its kernels read from the cubin it makes
+  // (exports_from_artifact): an export named by the request is checked
+  // there.
   std::optional<Error> select_exports(PlanContext &ctx) override {
+    if (lto_) {
+      if (ctx.request.exports.mode == ExportPolicy::Mode::List)
+        listed_ = ctx.request.exports.names;
+      return std::nullopt;
+    }
     if (ctx.request.exports.mode != ExportPolicy::Mode::EntryPoints)
       return select_policy_exports(ctx);
     std::set<std::string> seen;
@@ -198,6 +237,8 @@ public:
   void head(PlanContext &ctx, const std::string &out_name) override {
     std::vector<Arg> &a = ctx.job().args;
     a.push_back(plain("-arch=" + arch_));
+    if (lto_)
+      a.push_back(plain("-lto")); // what nvlink -dlto does: the LTO-IR compiled as one program
     a.push_back(plain("-o"));
     Arg out = in_dir("", out_name); // a cubin names no file: its output's name changes no byte
     out.key = "<output>";
@@ -233,6 +274,26 @@ public:
 
   bool links_whole_archives() const override { return false; }
 
+  std::optional<Error> exports_from_artifact(const std::vector<std::uint8_t> &artifact,
+                                             std::vector<std::string> &exports) override {
+    if (!lto_)
+      return std::nullopt;
+    auto c = cubin::read(artifact.data(), artifact.size(), "the linked cubin");
+    if (!c)
+      return c.take_error();
+    for (const cubin::Kernel &k : c->kernels)
+      if (std::find(exports.begin(), exports.end(), k.name) == exports.end())
+        exports.push_back(k.name);
+    for (const std::string &n : listed_)
+      if (std::find(exports.begin(), exports.end(), n) == exports.end())
+        return make_error(ErrorCode::MissingExport, "is not a kernel of the linked cubin", {}, n,
+                          "check the kernel's name: hotlink link --json lists the kernels of a link");
+    if (exports.empty())
+      return make_error(ErrorCode::MissingExport, "the inputs define no kernel", {}, {},
+                        "mark the entry points __global__, or name exports");
+    return std::nullopt;
+  }
+
   std::string undefined_hint(const LinkRequest &, const std::string &) const override {
     return "a cubin cannot import anything at load time: give the PTX module or object that defines it";
   }
@@ -245,6 +306,8 @@ private:
 
   std::string arch_;
   std::vector<Built> built_;
+  bool lto_ = false;                // an input's chosen image is LTO-IR: nvJitLink's -lto
+  std::vector<std::string> listed_; // exports the request names, checked against the LTO link's cubin
 };
 
 bool serves(const llvm::Triple &t, TargetInfo &info) {
@@ -309,6 +372,8 @@ Expected<ArtifactDescription> describe_image(const std::uint8_t *data, std::size
   std::string arch = "sm_" + std::to_string(c->sm);
   d.properties = {{"arch", arch}};
   auto n = [](std::uint64_t v) { return std::to_string(v); };
+  for (const auto &[bank, bytes] : c->constant_banks)
+    d.properties.push_back({"constant_bank_" + n(bank), n(bytes)});
   for (const cubin::Kernel &k : c->kernels)
     d.exports.push_back({k.name,
                          {{"arch", arch},
@@ -320,21 +385,71 @@ Expected<ArtifactDescription> describe_image(const std::uint8_t *data, std::size
   return d;
 }
 
-// A cubin's, a PTX module's, or each image's of a fat binary.
-Expected<ArtifactDescription> nvptx_describe(const std::vector<std::uint8_t> &bytes, const std::string &name) {
-  if (!exports::looks_like_fatbin(bytes.data(), bytes.size()))
-    return describe_image(bytes.data(), bytes.size(), name);
-  auto images = exports::read_fatbin_images(bytes.data(), bytes.size(), name);
+// Each image's of a fat binary; LTO-IR's names are sealed: its image is
+// listed as the artifact's "lto_ir" property (lto_90), with no kernels.
+Expected<ArtifactDescription> describe_fatbin(std::string_view fatbin, const std::string &name) {
+  auto images = exports::read_fatbin_images(fatbin.data(), fatbin.size(), name);
   if (!images)
     return images.take_error();
   ArtifactDescription d;
   d.properties = {{"images", std::to_string(images->size())}};
   for (const exports::FatbinImage &image : *images) {
+    if (image.kind == exports::FatbinImage::Kind::LtoIr) {
+      d.properties.push_back({"lto_ir", "lto_" + std::to_string(image.sm)});
+      continue;
+    }
     auto one = describe_image(image.bytes.data(), image.bytes.size(), name);
     if (!one)
       return one.take_error();
     for (ExportDetails &e : one->exports)
       d.exports.push_back(std::move(e));
+  }
+  return d;
+}
+
+// Device code alone (a cubin, PTX, LTO-IR, a fat binary) or carried (a
+// host object's fat binary).
+Expected<ArtifactDescription> describe_device(std::string_view bytes, const std::string &name) {
+  const auto *data = reinterpret_cast<const std::uint8_t *>(bytes.data());
+  if (exports::looks_like_lto_ir(data, bytes.size()))
+    return ArtifactDescription{{{"lto_ir", "its architecture sealed too"}}, {}};
+  if (exports::looks_like_fatbin(data, bytes.size()))
+    return describe_fatbin(bytes, name);
+  if (!exports::looks_like_ptx(data, bytes.size()) && !cubin::is_cubin(data, bytes.size())) {
+    auto carried = exports::carried_fatbin(data, bytes.size(), name);
+    if (!carried)
+      return carried.take_error();
+    if (*carried)
+      return describe_fatbin(**carried, name);
+    if (bytes.substr(0, 4) == "\x7f" "ELF")
+      return make_error(ErrorCode::ArchMismatch, "is a host object that carries no device code", name, {},
+                        "compile it with nvcc -rdc=true -c (or -dlto), or give its cubin, PTX or fat binary");
+  }
+  return describe_image(data, bytes.size(), name);
+}
+
+// A cubin's, a PTX module's, each image's of a fat binary, alone or
+// carried by a host object, or each device member's of an archive (its
+// kernels with the member's name as "member").
+Expected<ArtifactDescription> nvptx_describe(const std::vector<std::uint8_t> &bytes, const std::string &name) {
+  std::string_view all(reinterpret_cast<const char *>(bytes.data()), bytes.size());
+  if (all.substr(0, 8) != "!<arch>\n")
+    return describe_device(all, name);
+  auto members = exports::device_members(bytes.data(), bytes.size(), name);
+  if (!members)
+    return members.take_error();
+  ArtifactDescription d;
+  for (const exports::DeviceMember &m : *members) {
+    auto one = describe_device(m.device, name + "(" + m.name + ")");
+    if (!one)
+      return one.take_error();
+    for (auto &p : one->properties)
+      if (p.first == "lto_ir")
+        d.properties.push_back({"lto_ir", m.name + ": " + p.second});
+    for (ExportDetails &e : one->exports) {
+      e.properties.push_back({"member", m.name});
+      d.exports.push_back(std::move(e));
+    }
   }
   return d;
 }
