@@ -13,6 +13,11 @@
 // as PTX for sm_90, linked by hotlink (serialized in-process; the pool),
 // against the offload CUDA plugin's way: for each, the PTX written to a
 // file, `ptxas -m64 -O3 --gpu-name sm_90` spawned, the cubin read back.
+// And a CUDA build with separate compilation, where nvcc and nvlink are
+// installed: 16 device links, each of two host objects (nvcc -rdc=true -c
+// for sm_90, a kernel calling a __device__ function of the other), by
+// hotlink (serialized; the pool) against nvlink processes one by one, the
+// objects written to files and the cubin read back.
 // Prints Google Benchmark's table, then the medians and ratios of this run.
 #include "bench/bench_support.h"
 #include "hotlink/link_service.h"
@@ -27,9 +32,10 @@
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr int kKernels = 64;
+constexpr int kKernels = 64, kRdcLinks = 16;
 std::vector<std::vector<std::uint8_t>> g_bitcode, g_ptx;
-std::string g_scratch, g_ptxas;
+std::vector<std::pair<std::vector<std::uint8_t>, std::vector<std::uint8_t>>> g_rdc; // user.o, helper.o
+std::string g_scratch, g_ptxas, g_nvlink;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
@@ -62,37 +68,60 @@ std::string cuda_source(int i) {
          "  out[i] = acc;\n}\n";
 }
 
-// range(1): 0 = AMDGPU bitcode, 1 = NVIDIA PTX.
-hotlink::LinkRequest request(int i, hotlink::Execution execution, bool cuda = false) {
+// The -rdc pair i: a kernel and the __device__ function it calls, in two
+// translation units.
+std::pair<std::string, std::string> rdc_sources(int i) {
+  std::string k = std::to_string(i);
+  return {"__device__ float weight_" + k + "(float x);\n"
+          "extern \"C\" __global__ void apply_" + k + "(float *a, int n) {\n"
+          "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+          "  if (i < n) a[i] = weight_" + k + "(a[i]);\n}\n",
+          "__device__ float weight_" + k + "(float x) { return x * " + k + ".5f + 1.0f / (x + " + k + ".0f); }\n"};
+}
+
+// What range(1) links: 0 = AMDGPU bitcode, 1 = NVIDIA PTX, 2 = NVIDIA
+// -rdc host object pairs.
+enum Kind { kAmdgpu, kPtx, kRdc };
+int links_of(int kind) { return kind == kRdc ? kRdcLinks : kKernels; }
+
+hotlink::LinkRequest request(int i, hotlink::Execution execution, int kind = kAmdgpu) {
   hotlink::LinkRequest req;
-  req.target = cuda ? "nvptx64-nvidia-cuda" : "amdgcn-amd-amdhsa";
-  req.gpu.processor = cuda ? "sm_90" : "gfx90a";
+  req.target = kind == kAmdgpu ? "amdgcn-amd-amdhsa" : "nvptx64-nvidia-cuda";
+  req.gpu.processor = kind == kAmdgpu ? "gfx90a" : "sm_90";
   req.execution = execution;
-  req.inputs = {cuda ? hotlink::Input::memory("stencil_" + std::to_string(i) + ".ptx", g_ptx[i])
-                     : hotlink::Input::memory("stencil_" + std::to_string(i) + ".bc", g_bitcode[i])};
+  std::string k = std::to_string(i);
+  if (kind == kRdc)
+    req.inputs = {hotlink::Input::memory("apply_" + k + ".o", g_rdc[i].first),
+                  hotlink::Input::memory("weight_" + k + ".o", g_rdc[i].second)};
+  else
+    req.inputs = {kind == kPtx ? hotlink::Input::memory("stencil_" + k + ".ptx", g_ptx[i])
+                               : hotlink::Input::memory("stencil_" + k + ".bc", g_bitcode[i])};
   return req;
 }
 
 // range(0): 0 = serialized in-process, 1 = the pool (Auto, default workers);
-// range(1): 0 = AMDGPU, 1 = NVIDIA.
+// range(1): the Kind.
 void BM_Device64(benchmark::State &state) {
-  bool pool = state.range(0) == 1, cuda = state.range(1) == 1;
-  if (cuda && g_ptx.empty())
+  bool pool = state.range(0) == 1;
+  int kind = static_cast<int>(state.range(1));
+  if (kind == kPtx && g_ptx.empty())
     return state.SkipWithError("no nvJitLink or ptxas here");
+  if (kind == kRdc && g_rdc.empty())
+    return state.SkipWithError("no nvJitLink, nvcc or nvlink here");
   hotlink::LinkService svc;
   hotlink::Execution how = pool ? hotlink::Execution::Auto : hotlink::Execution::InProcess;
   // Untimed: the one-time work of the process (clang's driver, lld's first
   // call) and, for the pool, its worker processes.
-  if (!svc.link(request(0, hotlink::Execution::InProcess, cuda)).ok())
+  if (!svc.link(request(0, hotlink::Execution::InProcess, kind)).ok())
     return state.SkipWithError("a device link failed");
   if (pool)
     for (unsigned i = 0; i < std::thread::hardware_concurrency(); ++i)
-      svc.link(request(i, hotlink::Execution::Isolated, cuda));
+      svc.link(request(static_cast<int>(i) % links_of(kind), hotlink::Execution::Isolated, kind));
   for (auto _ : state) {
     auto t0 = Clock::now();
     std::vector<std::future<hotlink::LinkResult>> pending;
-    for (int i = 0; i < kKernels; ++i)
-      pending.push_back(svc.submit(request(i, how, cuda)));
+    for (int i = 0; i < links_of(kind); ++i)
+      pending.push_back(svc.submit(request(i, how, kind)));
     for (auto &p : pending) {
       hotlink::LinkResult r = p.get();
       if (!r.ok())
@@ -143,10 +172,34 @@ void BM_Cuda64PtxasProcesses(benchmark::State &state) {
   }
 }
 
+void BM_Rdc16NvlinkProcesses(benchmark::State &state) {
+  if (g_rdc.empty())
+    return state.SkipWithError("no nvJitLink, nvcc or nvlink here");
+  for (auto _ : state) {
+    auto t0 = Clock::now();
+    for (int i = 0; i < kRdcLinks; ++i) {
+      std::string user = g_scratch + "/apply.o", helper = g_scratch + "/weight.o", out = g_scratch + "/k.cubin";
+      std::ofstream(user, std::ios::binary)
+          .write(reinterpret_cast<const char *>(g_rdc[i].first.data()), g_rdc[i].first.size());
+      std::ofstream(helper, std::ios::binary)
+          .write(reinterpret_cast<const char *>(g_rdc[i].second.data()), g_rdc[i].second.size());
+      std::string cmd = g_nvlink + " -arch=sm_90 " + user + " " + helper + " -o " + out;
+      if (std::system(cmd.c_str()) != 0)
+        return state.SkipWithError("nvlink failed");
+      std::ifstream image(out, std::ios::binary);
+      std::vector<char> bytes((std::istreambuf_iterator<char>(image)), {});
+      benchmark::DoNotOptimize(bytes.data());
+    }
+    state.SetIterationTime(seconds_since(t0));
+  }
+}
+
 BENCHMARK(BM_Device64)->Args({0, 0})->Args({1, 0})->Unit(benchmark::kMillisecond)->UseManualTime()->Iterations(1);
 BENCHMARK(BM_Device64LldProcesses)->Unit(benchmark::kMillisecond)->UseManualTime()->Iterations(1);
 BENCHMARK(BM_Device64)->Args({0, 1})->Args({1, 1})->Unit(benchmark::kMillisecond)->UseManualTime()->Iterations(1);
 BENCHMARK(BM_Cuda64PtxasProcesses)->Unit(benchmark::kMillisecond)->UseManualTime()->Iterations(1);
+BENCHMARK(BM_Device64)->Args({0, 2})->Args({1, 2})->Unit(benchmark::kMillisecond)->UseManualTime()->Iterations(1);
+BENCHMARK(BM_Rdc16NvlinkProcesses)->Unit(benchmark::kMillisecond)->UseManualTime()->Iterations(1);
 
 // The NVIDIA kernels as PTX, when nvJitLink and ptxas are installed.
 void make_ptx() {
@@ -170,6 +223,30 @@ void make_ptx() {
   }
 }
 
+// The -rdc pairs, when nvJitLink, nvcc and nvlink are installed.
+void make_rdc() {
+  std::string cuda = std::getenv("CUDA_HOME") ? std::getenv("CUDA_HOME") : "/usr/local/cuda";
+  if (!hotlink::detail::nvjitlink::find_library() || access((cuda + "/bin/nvcc").c_str(), X_OK) != 0 ||
+      access((cuda + "/bin/nvlink").c_str(), X_OK) != 0) {
+    std::fprintf(stderr, "device_bench: no nvJitLink, or no nvcc or nvlink in %s/bin: the -rdc rows are skipped\n",
+                 cuda.c_str());
+    return;
+  }
+  g_nvlink = cuda + "/bin/nvlink";
+  auto nvcc = [&](const std::string &src, const std::string &out) {
+    return cuda + "/bin/nvcc -rdc=true -c -arch=sm_90 -x cu " + src + " -o " + out;
+  };
+  for (int i = 0; i < kRdcLinks; ++i) {
+    auto [user, helper] = rdc_sources(i);
+    g_rdc.push_back({object_of(user, ".cu", nvcc), object_of(helper, ".cu", nvcc)});
+    if (g_rdc.back().first.empty() || g_rdc.back().second.empty()) {
+      std::fprintf(stderr, "device_bench: nvcc could not compile -rdc pair %d\n", i);
+      g_rdc.clear();
+      return;
+    }
+  }
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -182,6 +259,7 @@ int main(int argc, char **argv) {
       return std::fprintf(stderr, "device_bench: clang-22 could not compile kernel %d\n", i), 1;
   }
   make_ptx();
+  make_rdc();
   MedianReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
   double serial = reporter.median["BM_Device64/0/0"], pool = reporter.median["BM_Device64/1/0"];
@@ -197,6 +275,14 @@ int main(int argc, char **argv) {
                 "%.1f ms; the pool %.1f ms, %.2fx faster; ptxas processes one by one (the offload CUDA plugin's "
                 "way) %.1f ms, %.2fx the pool's time, %.2fx the serialized time\n",
                 kKernels, cserial, cpool, cserial / cpool, ptxas, ptxas / cpool, ptxas / cserial);
+  }
+  if (!g_rdc.empty()) {
+    double rserial = reporter.median["BM_Device64/0/2"], rpool = reporter.median["BM_Device64/1/2"];
+    double nvlink = reporter.median["BM_Rdc16NvlinkProcesses"];
+    std::printf("%d NVIDIA device links of nvcc -rdc=true -c host object pairs (sm_90) submitted at once, medians: "
+                "serialized in-process %.1f ms; the pool %.1f ms, %.2fx faster; nvlink processes one by one %.1f ms, "
+                "%.2fx the pool's time, %.2fx the serialized time\n",
+                kRdcLinks, rserial, rpool, rserial / rpool, nvlink, nvlink / rpool, nvlink / rserial);
   }
   std::string rm = "rm -rf " + g_scratch;
   return std::system(rm.c_str()) == 0 ? 0 : 1;
