@@ -5,6 +5,7 @@
 
 #include "llvm/Object/Archive.h"
 #include "llvm/Object/ELFObjectFile.h"
+#include "llvm/Object/OffloadBinary.h"
 
 #include "llvm/Support/Compression.h"
 #include "llvm/Support/Error.h"
@@ -134,13 +135,10 @@ Expected<std::vector<FatbinImage>> read_fatbin_images(const void *data, std::siz
   return images;
 }
 
-Expected<ObjectInfo> read_fatbin(const void *data, std::size_t size, const std::string &name) {
-  auto images = read_fatbin_images(data, size, name);
-  if (!images)
-    return images.take_error();
+Expected<ObjectInfo> read_images(const std::vector<FatbinImage> &images, const std::string &name) {
   ObjectInfo info = nvptx_object();
   std::map<std::string, std::size_t> at; // each name once; a definition wins over a declaration
-  for (const FatbinImage &image : *images) {
+  for (const FatbinImage &image : images) {
     if (image.kind == FatbinImage::Kind::LtoIr) { // its names are sealed
       info.nvidia_lto = true;
       continue;
@@ -162,6 +160,60 @@ Expected<ObjectInfo> read_fatbin(const void *data, std::size_t size, const std::
     }
   }
   return info;
+}
+
+Expected<ObjectInfo> read_fatbin(const void *data, std::size_t size, const std::string &name) {
+  auto images = read_fatbin_images(data, size, name);
+  if (!images)
+    return images.take_error();
+  return read_images(*images, name);
+}
+
+Expected<std::vector<FatbinImage>> carried_offload_images(const void *data, std::size_t size, const std::string &name) {
+  const auto *b = static_cast<const unsigned char *>(data);
+  if (size < 20 || std::memcmp(b, "\x7f" "ELF", 4) != 0 || (b[18] | b[19] << 8) == 190)
+    return std::vector<FatbinImage>();
+  return read_guarded<std::vector<FatbinImage>>(name, ErrorCode::InvalidInput, [&]() -> Expected<std::vector<FatbinImage>> {
+    llvm::MemoryBufferRef buf(llvm::StringRef(static_cast<const char *>(data), size), name);
+    llvm::SmallVector<llvm::object::OffloadFile> files;
+    if (llvm::Error e = llvm::object::extractOffloadBinaries(buf, files))
+      return make_error(ErrorCode::InvalidInput, "its offload section cannot be read: " + llvm::toString(std::move(e)),
+                        name, {}, "compile it again with clang -fgpu-rdc");
+    std::vector<FatbinImage> images;
+    for (const llvm::object::OffloadFile &f : files) {
+      const llvm::object::OffloadBinary &ob = *f.getBinary();
+      if (!ob.getTriple().starts_with("nvptx64"))
+        continue;
+      llvm::StringRef arch = ob.getArch();
+      unsigned sm = 0;
+      if (!arch.consume_front("sm_") || arch.consumeInteger(10, sm))
+        sm = 0;
+      llvm::StringRef image = ob.getImage();
+      switch (ob.getImageKind()) {
+      case llvm::object::IMG_Object:
+      case llvm::object::IMG_Cubin:
+        images.push_back({FatbinImage::Kind::Cubin, sm, {image.bytes_begin(), image.bytes_end()}});
+        break;
+      case llvm::object::IMG_PTX:
+        images.push_back({FatbinImage::Kind::Ptx, sm, {image.bytes_begin(), image.bytes_end()}});
+        break;
+      case llvm::object::IMG_Fatbinary: {
+        auto inner = read_fatbin_images(image.data(), image.size(), name);
+        if (!inner)
+          return inner.take_error();
+        for (FatbinImage &i : *inner)
+          images.push_back(std::move(i));
+        break;
+      }
+      default:
+        return make_error(ErrorCode::InvalidInput,
+                          "carries clang's LLVM bitcode for " + ob.getArch().str() +
+                              " (-foffload-lto), which nvJitLink does not link",
+                          name, {}, "compile it without -foffload-lto, or link it with clang-linker-wrapper");
+      }
+    }
+    return images;
+  });
 }
 
 Expected<std::optional<std::string_view>> carried_fatbin(const void *data, std::size_t size, const std::string &name) {

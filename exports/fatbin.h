@@ -44,6 +44,17 @@ Expected<std::vector<FatbinImage>> read_fatbin_images(const void *data, std::siz
 // declare (each name once).
 Expected<ObjectInfo> read_fatbin(const void *data, std::size_t size, const std::string &name);
 
+// Images as an object, as read_fatbin reads a container's (LTO-IR's names
+// are sealed: nvidia_lto).
+Expected<ObjectInfo> read_images(const std::vector<FatbinImage> &images, const std::string &name);
+
+// The NVIDIA images a host object carries in clang's offload section
+// (.llvm.offloading: clang -fgpu-rdc with the new offload driver, LLVM's
+// OffloadBinary), read by LLVM: cubins, PTX, fat binaries' images. Empty:
+// none. Refused by name: clang's LLVM bitcode (-foffload-lto), which
+// nvJitLink does not link.
+Expected<std::vector<FatbinImage>> carried_offload_images(const void *data, std::size_t size, const std::string &name);
+
 // The fat binary a host ELF object carries: nvcc -rdc=true -c writes its
 // relocatable device code in __nv_relfatbin, nvcc -c its linked device
 // code in .nv_fatbin (the first, when both are there). nullopt: not an

@@ -50,20 +50,25 @@ std::optional<Expected<exports::ObjectInfo>> shared_library(const LoadedInput &l
   return info;
 }
 
-// In a device link, a host object carrying device code (nvcc -rdc=true
-// -c): what the fat binary it carries holds (nvJitLink takes the object
-// whole); an archive: what its members' device code holds. nullopt:
-// neither.
+// In a device link, a host object carrying device code: what the images
+// it carries hold (nvcc -rdc=true -c's fat binary: nvJitLink takes the
+// object whole; clang -fgpu-rdc's offload images: the engine hands it the
+// image for the link's architecture); an archive: what its members'
+// device code holds. nullopt: neither.
 std::optional<Expected<exports::ObjectInfo>> carried_device_code(LoadedInput &l) {
   if (l.size >= 8 && std::memcmp(l.data, "!<arch>\n", 8) == 0) // libcudadevrt.a, an archive of such objects
     return exports::read_device_archive(l.data, l.size, l.display);
   auto fatbin = exports::carried_fatbin(l.data, l.size, l.display);
   if (!fatbin)
     return fatbin.take_error();
-  if (!*fatbin)
+  auto images = *fatbin ? exports::read_fatbin_images((*fatbin)->data(), (*fatbin)->size(), l.display)
+                        : exports::carried_offload_images(l.data, l.size, l.display);
+  if (!images)
+    return images.take_error();
+  if (images->empty())
     return std::nullopt;
-  l.device = **fatbin;
-  return exports::read_fatbin(l.device.data(), l.device.size(), l.display);
+  l.device = std::move(*images);
+  return exports::read_images(l.device, l.display);
 }
 
 } // namespace

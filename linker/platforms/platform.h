@@ -18,6 +18,7 @@
 //   fingerprints of outside files that reach lld.
 #pragma once
 
+#include "exports/fatbin.h"
 #include "hotlink/error.h"
 #include "hotlink/export_policy.h"
 #include "hotlink/symbols.h"
@@ -73,9 +74,10 @@ struct LoadedInput {
   // lld gets the bytes read here, never the path.
   bool streamed = false;
   exports::ObjectInfo info;
-  // In a device link (nvptx): the fat binary a host object carries (nvcc
-  // -rdc=true -c), a view into the input; `info` is what it holds.
-  std::string_view device;
+  // In a device link (nvptx): the device images a host object carries
+  // (nvcc -rdc=true -c's fat binary, clang -fgpu-rdc's offload images);
+  // `info` is what they hold.
+  std::vector<exports::FatbinImage> device;
   bool archive() const { return info.kind == exports::FileKind::Archive; }
   bool shared() const { return info.kind == exports::FileKind::SharedObject; }
 };

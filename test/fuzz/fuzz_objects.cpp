@@ -38,6 +38,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
     if (!images)
       check_error_names_input(images.error(), "read_fatbin_images (carried)");
   }
+  auto offload = hotlink::exports::carried_offload_images(data, size, "fuzz.o");
+  if (!offload)
+    check_error_names_input(offload.error(), "carried_offload_images");
   if (size >= 8 && std::string_view(reinterpret_cast<const char *>(data), 8) == "!<arch>\n") {
     auto device = hotlink::exports::read_device_archive(data, size, "fuzz.o");
     if (!device)

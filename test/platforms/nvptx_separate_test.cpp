@@ -9,7 +9,9 @@
 // sm_80 and sm_90, each cubin's kernels, registers, shared memory and
 // constant banks are nvlink's for the same inputs (-dlto's against nvlink
 // -dlto's). A missing definition is refused naming the symbol and the
-// input. nvcc's objects are compiled once per build (support.h's cache).
+// input. clang -fgpu-rdc's offload objects link their image for the
+// architecture. nvcc's objects are compiled once per build (support.h's
+// cache).
 // No GPU is needed; without nvJitLink, nvcc or nvlink the tests skip,
 // saying why.
 #include "hotlink/link_service.h"
@@ -275,6 +277,60 @@ TEST_P(Separate, AMissingDefinitionNamesTheSymbolAndTheInput) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Cub, Separate, ::testing::Values("sm_80", "sm_90"));
+
+// clang -fgpu-rdc's host objects (the new offload driver: the cubins in
+// .llvm.offloading, which nvJitLink does not read): the image for the
+// link's architecture is linked, as nvlink links the relocatable cubins
+// clang --cuda-device-only makes of the same sources; a missing
+// definition names the symbol and the object.
+TEST(SeparateClang, OffloadObjectsLinkTheirImageForTheArchitecture) {
+  SKIP_WITHOUT_CUDA();
+  const std::string user = "extern \"C\" __device__ int helper(int x);\n"
+                           "extern \"C\" __global__ void use(int *a) { a[threadIdx.x] = helper(a[threadIdx.x]); }\n";
+  const std::string helper = "extern \"C\" __device__ int helper(int x) { return x * 3 + 1; }\n";
+  std::vector<std::string> clang = {HOTLINK_TEST_CLANG, "-x", "cuda", "-fgpu-rdc", "--cuda-path=" + cuda().root, "-O2",
+                                    "-Wno-unknown-cuda-version"};
+  auto offload = [&](const std::string &source) {
+    std::vector<std::string> args = clang;
+    args.insert(args.end(), {"-c", "--cuda-gpu-arch=sm_80", "--cuda-gpu-arch=sm_90"});
+    return compile_with(args, source, ".o");
+  };
+  std::vector<std::pair<std::string, Bytes>> objects = {{"user.o", offload(user)}, {"helper.o", offload(helper)}};
+  LinkService service;
+  for (std::string arch : {"sm_80", "sm_90"}) {
+    SCOPED_TRACE(arch);
+    std::vector<std::pair<std::string, Bytes>> cubins;
+    for (const auto &[name, source] : {std::pair{"user.cubin", user}, std::pair{"helper.cubin", helper}}) {
+      std::vector<std::string> args = clang;
+      args.insert(args.end(), {"--cuda-device-only", "-c", "--cuda-gpu-arch=" + arch});
+      cubins.push_back({name, compile_with(args, source, ".cubin")});
+    }
+    expect_as_nvlink(service.link(request(objects, arch)), nvlink(cubins, arch), arch, {"use"});
+  }
+  LinkResult alone = service.link(request({objects[0]}, "sm_90"));
+  ASSERT_FALSE(alone.ok());
+  EXPECT_EQ(alone.error->code, ErrorCode::UndefinedSymbol) << alone.error->to_string();
+  EXPECT_EQ(alone.error->symbol, "helper");
+  EXPECT_EQ(alone.error->input, "user.o");
+  LinkResult older = service.link(request(objects, "sm_75"));
+  ASSERT_FALSE(older.ok());
+  EXPECT_NE(older.error->message.find("no device code for sm_75 (it has sm_80 cubin, sm_90 cubin)"), std::string::npos)
+      << older.error->to_string();
+  // With -foffload-lto they carry LLVM bitcode, which nvJitLink does not link.
+  std::vector<std::string> lto_args = clang;
+  lto_args.insert(lto_args.end(), {"-foffload-lto", "-c", "--cuda-gpu-arch=sm_90"});
+  LinkResult bitcode = service.link(request({{"user_lto.o", compile_with(lto_args, user, ".o")}}, "sm_90"));
+  ASSERT_FALSE(bitcode.ok());
+  EXPECT_EQ(bitcode.error->input, "user_lto.o");
+  EXPECT_NE(bitcode.error->message.find("carries clang's LLVM bitcode for sm_90 (-foffload-lto)"), std::string::npos)
+      << bitcode.error->to_string();
+  std::string dir;
+  std::vector<std::string> paths = files({objects[0]}, dir);
+  test::Run listed = run({bin_dir() + "/hotlink", "exports", "--target", kTriple, paths[0]});
+  EXPECT_EQ(listed.code, 0) << listed.err;
+  EXPECT_NE(listed.out.find("use  arch=sm_80"), std::string::npos) << listed.out;
+  EXPECT_NE(listed.out.find("use  arch=sm_90"), std::string::npos) << listed.out;
+}
 
 // What is not device code for the link is refused, naming what it is.
 TEST(SeparateRefusals, InputsWithoutDeviceCodeForTheArchitectureSayWhatTheyHold) {

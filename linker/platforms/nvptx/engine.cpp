@@ -3,6 +3,7 @@
 // (-arch=sm_NN), its inputs (scratch files of the job, or paths) and
 // "-o OUT"; the cubin comes back as the job's artifact.
 #include "linker/platforms/nvptx/cubin.h"
+#include "linker/platforms/nvptx/images.h"
 #include "linker/platforms/nvptx/nvjitlink.h"
 #include "linker/platforms/table.h"
 
@@ -35,6 +36,34 @@ nvjitlink::InputKind kind_of(const std::vector<std::uint8_t> &b) {
   if (cubin::is_cubin(b.data(), b.size()))
     return nvjitlink::InputKind::Cubin;
   return nvjitlink::InputKind::Object;
+}
+
+// clang -fgpu-rdc's host object, whose offload section nvJitLink does
+// not read: the image the link's architecture takes (images.h), as its
+// own input. false (with `why`) when it holds none.
+bool offload_image(nvjitlink::Input &in, const std::vector<std::string> &options, std::string &why) {
+  auto images = exports::carried_offload_images(in.bytes.data(), in.bytes.size(), in.name);
+  if (!images) {
+    why = images.error().to_string();
+    return false;
+  }
+  if (images->empty())
+    return true; // nvcc's, which nvJitLink takes whole
+  unsigned sm = 0;
+  for (const std::string &o : options)
+    if (o.rfind("-arch=", 0) == 0)
+      sm = nvptx::sm_number(o.substr(6));
+  nvptx::Choice chosen = nvptx::choose_image(*images, sm);
+  if (!chosen.image) {
+    why = in.name + " carries no image for sm_" + std::to_string(sm) + " (it has " + chosen.has + ")";
+    return false;
+  }
+  in.kind = chosen.image->kind == exports::FatbinImage::Kind::Ptx ? nvjitlink::InputKind::Ptx
+                                                                  : nvjitlink::InputKind::Cubin;
+  in.bytes = chosen.image->bytes;
+  if (in.kind == nvjitlink::InputKind::Ptx)
+    in.bytes.push_back(0);
+  return true;
 }
 
 // The job's inputs as nvJitLink takes them, and its options; false (with
@@ -77,6 +106,9 @@ bool gather(const Job &job, std::vector<std::string> &options, std::vector<nvjit
       in.bytes.push_back(0); // nvJitLink reads PTX as a C string: past the end of one without its NUL
     inputs.push_back(std::move(in));
   }
+  for (nvjitlink::Input &in : inputs) // the options are all known now
+    if (in.kind == nvjitlink::InputKind::Object && !offload_image(in, options, why))
+      return false;
   return true;
 }
 

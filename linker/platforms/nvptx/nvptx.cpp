@@ -5,6 +5,7 @@
 // exports, nothing left unresolved. nvJitLink is not lld: the platform
 // plans a job whose engine (engine() below) hands its inputs to nvJitLink.
 #include "linker/platforms/nvptx/cubin.h"
+#include "linker/platforms/nvptx/images.h"
 #include "linker/platforms/nvptx/nvjitlink.h"
 #include "linker/platforms/table.h"
 
@@ -18,7 +19,6 @@
 #include "llvm/TargetParser/Triple.h"
 
 #include <algorithm>
-#include <cctype>
 #include <set>
 #include <sys/stat.h>
 
@@ -28,18 +28,7 @@ namespace {
 
 constexpr const char *kTriple = "nvptx64-nvidia-cuda";
 
-// "sm_90" -> 90; "sm_90a", "sm_100f" (architecture- and family-specific
-// variants) -> their number; 0 when `arch` is not an SM architecture.
-unsigned sm_number(const std::string &arch) {
-  if (arch.rfind("sm_", 0) != 0 || arch.size() < 5)
-    return 0;
-  std::size_t i = 3;
-  unsigned n = 0;
-  while (i < arch.size() && std::isdigit(static_cast<unsigned char>(arch[i])))
-    n = n * 10 + unsigned(arch[i++] - '0');
-  bool suffix_ok = i == arch.size() || (i + 1 == arch.size() && (arch[i] == 'a' || arch[i] == 'f'));
-  return suffix_ok && i >= 5 && n >= 50 ? n : 0;
-}
+using nvptx::sm_number;
 
 Expected<std::string> parse_arch(const std::string &spelled) {
   if (spelled.empty())
@@ -73,53 +62,31 @@ Expected<std::vector<std::string>> cubin_kernels(const std::uint8_t *data, std::
   return out;
 }
 
-// The image of a fat binary that nvJitLink takes for `sm`: a cubin of the
-// same major architecture and no later minor one (the CUDA driver's rule),
-// else the latest LTO-IR not written for a later one (compiled with the
-// link's other LTO-IR: nvcc -dlto's objects hold it and PTX), else the
-// latest such PTX.
-// `fatbin`: the input itself, or the fat binary a host object carries.
-Expected<Built> read_fatbin_built(const LoadedInput &l, std::string_view fatbin, unsigned sm, const std::string &arch) {
-  auto images = exports::read_fatbin_images(fatbin.data(), fatbin.size(), l.display);
-  if (!images)
-    return images.take_error();
-  using Kind = exports::FatbinImage::Kind;
-  const exports::FatbinImage *cubin = nullptr, *ptx = nullptr, *lto = nullptr;
-  std::string has;
-  auto latest = [&](const exports::FatbinImage *&best, const exports::FatbinImage &i) {
-    if (i.sm <= sm && (!best || i.sm > best->sm))
-      best = &i;
-  };
-  for (const exports::FatbinImage &i : *images) {
-    has += std::string(has.empty() ? "" : ", ") +
-           (i.kind == Kind::LtoIr ? "lto_" + std::to_string(i.sm) + " LTO-IR"
-                                  : "sm_" + std::to_string(i.sm) + (i.kind == Kind::Ptx ? " PTX" : " cubin"));
-    if (i.kind == Kind::Ptx)
-      latest(ptx, i);
-    else if (i.kind == Kind::LtoIr)
-      latest(lto, i);
-    else if (i.sm / 10 == sm / 10)
-      latest(cubin, i);
-  }
+// The image of the input's images (a fat binary's, or what a host object
+// carries) that nvJitLink takes for `sm` (images.h), and its kernels.
+Expected<Built> read_images_built(const LoadedInput &l, const std::vector<exports::FatbinImage> &images, unsigned sm,
+                                  const std::string &arch) {
+  nvptx::Choice chosen = nvptx::choose_image(images, sm);
   Built b;
   b.display = l.display;
-  if (!cubin && lto) {
+  if (!chosen.image)
+    return make_error(ErrorCode::ArchMismatch,
+                      (l.device.empty() ? "holds no image that runs as " : "is a host object with no device code for ") +
+                          arch + " (it has " + chosen.has + ")",
+                      l.display, "--mcpu", "link it for an architecture it holds, or add an image for " + arch);
+  const exports::FatbinImage &image = *chosen.image;
+  if (image.kind == exports::FatbinImage::Kind::LtoIr) {
     b.lto = true;
     return b;
   }
-  if (cubin) {
-    auto kernels = cubin_kernels(cubin->bytes.data(), cubin->bytes.size(), l.display);
+  if (image.kind == exports::FatbinImage::Kind::Cubin) {
+    auto kernels = cubin_kernels(image.bytes.data(), image.bytes.size(), l.display);
     if (!kernels)
       return kernels.take_error();
     b.kernels = std::move(*kernels);
     return b;
   }
-  if (!ptx)
-    return make_error(ErrorCode::ArchMismatch,
-                      (l.device.empty() ? "holds no image that runs as " : "is a host object with no device code for ") +
-                          arch + " (it has " + has + ")",
-                      l.display, "--mcpu", "link it for an architecture it holds, or add an image for " + arch);
-  auto m = exports::read_ptx_module(ptx->bytes.data(), ptx->bytes.size(), l.display);
+  auto m = exports::read_ptx_module(image.bytes.data(), image.bytes.size(), l.display);
   if (!m)
     return m.take_error();
   b.target = m->target;
@@ -129,7 +96,7 @@ Expected<Built> read_fatbin_built(const LoadedInput &l, std::string_view fatbin,
 
 Expected<Built> read_built(const LoadedInput &l, unsigned sm, const std::string &arch) {
   if (!l.device.empty())
-    return read_fatbin_built(l, l.device, sm, arch);
+    return read_images_built(l, l.device, sm, arch);
   Built b;
   b.display = l.display;
   if (exports::looks_like_ptx(l.data, l.size)) {
@@ -140,8 +107,12 @@ Expected<Built> read_built(const LoadedInput &l, unsigned sm, const std::string 
     b.kernels = m->kernels;
     return b;
   }
-  if (exports::looks_like_fatbin(l.data, l.size))
-    return read_fatbin_built(l, std::string_view(static_cast<const char *>(l.data), l.size), sm, arch);
+  if (exports::looks_like_fatbin(l.data, l.size)) {
+    auto images = exports::read_fatbin_images(l.data, l.size, l.display);
+    if (!images)
+      return images.take_error();
+    return read_images_built(l, *images, sm, arch);
+  }
   if (l.info.nvidia_lto) {
     b.lto = true;
     return b;
@@ -387,13 +358,10 @@ Expected<ArtifactDescription> describe_image(const std::uint8_t *data, std::size
 
 // Each image's of a fat binary; LTO-IR's names are sealed: its image is
 // listed as the artifact's "lto_ir" property (lto_90), with no kernels.
-Expected<ArtifactDescription> describe_fatbin(std::string_view fatbin, const std::string &name) {
-  auto images = exports::read_fatbin_images(fatbin.data(), fatbin.size(), name);
-  if (!images)
-    return images.take_error();
+Expected<ArtifactDescription> describe_images(const std::vector<exports::FatbinImage> &images, const std::string &name) {
   ArtifactDescription d;
-  d.properties = {{"images", std::to_string(images->size())}};
-  for (const exports::FatbinImage &image : *images) {
+  d.properties = {{"images", std::to_string(images.size())}};
+  for (const exports::FatbinImage &image : images) {
     if (image.kind == exports::FatbinImage::Kind::LtoIr) {
       d.properties.push_back({"lto_ir", "lto_" + std::to_string(image.sm)});
       continue;
@@ -407,8 +375,15 @@ Expected<ArtifactDescription> describe_fatbin(std::string_view fatbin, const std
   return d;
 }
 
+Expected<ArtifactDescription> describe_fatbin(std::string_view fatbin, const std::string &name) {
+  auto images = exports::read_fatbin_images(fatbin.data(), fatbin.size(), name);
+  if (!images)
+    return images.take_error();
+  return describe_images(*images, name);
+}
+
 // Device code alone (a cubin, PTX, LTO-IR, a fat binary) or carried (a
-// host object's fat binary).
+// host object's fat binary, or clang's offload images).
 Expected<ArtifactDescription> describe_device(std::string_view bytes, const std::string &name) {
   const auto *data = reinterpret_cast<const std::uint8_t *>(bytes.data());
   if (exports::looks_like_lto_ir(data, bytes.size()))
@@ -421,6 +396,11 @@ Expected<ArtifactDescription> describe_device(std::string_view bytes, const std:
       return carried.take_error();
     if (*carried)
       return describe_fatbin(**carried, name);
+    auto offload = exports::carried_offload_images(data, bytes.size(), name);
+    if (!offload)
+      return offload.take_error();
+    if (!offload->empty())
+      return describe_images(*offload, name);
     if (bytes.substr(0, 4) == "\x7f" "ELF")
       return make_error(ErrorCode::ArchMismatch, "is a host object that carries no device code", name, {},
                         "compile it with nvcc -rdc=true -c (or -dlto), or give its cubin, PTX or fat binary");
