@@ -52,6 +52,13 @@ Expected<hotlink::Verified> verify_for_target(const std::vector<std::uint8_t> &b
   if (!options.processor.empty() && !t->platform->processor)
     return make_error(ErrorCode::BadRequest, "a processor is for GPU device targets, not " + t->triple, name,
                       "--mcpu", "drop --mcpu, or verify for --target amdgcn-amd-amdhsa");
+  if (t->platform->carried_image) {
+    auto image = t->platform->carried_image(bytes, name, options);
+    if (!image)
+      return image.take_error();
+    if (*image)
+      return verify_for_target(**image, name, target, options);
+  }
   options.format = t->format;
   options.arch = t->arch;
   auto v = hotlink::verify(bytes, name, options);

@@ -19,8 +19,10 @@ namespace hotlink {
 // `target`: a triple of supported_targets() ("" = this host). For this
 // host's format and arch it is hotlink::verify; for another, its format and
 // arch replace the host's, imports are not resolved, and the target's
-// platform checks follow. Errors name the artifact (BadRequest naming
-// --target for an unknown triple).
+// platform checks follow (nvptx64-nvidia-cuda: a fat binary, or a host
+// object carrying device code, is verified by the cubin the CUDA driver
+// would load from it for options.processor). Errors name the artifact
+// (BadRequest naming --target for an unknown triple).
 HOTLINK_API Expected<hotlink::Verified> verify_for_target(const std::vector<std::uint8_t> &bytes, const std::string &name,
                                              const std::string &target, hotlink::VerifyOptions options = {});
 

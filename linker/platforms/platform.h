@@ -219,6 +219,12 @@ struct Platform {
   // Whether its artifacts are built for one processor (GpuOptions::processor,
   // VerifyOptions::processor: --mcpu); other platforms refuse one.
   bool processor = false;
+  // The image of a container (a fat binary, a host object carrying device
+  // code) that the driver would load as options.processor, which verify
+  // checks instead; nullopt: the bytes are the artifact itself.
+  Expected<std::optional<std::vector<std::uint8_t>>> (*carried_image)(const std::vector<std::uint8_t> &bytes,
+                                                                     const std::string &name,
+                                                                     const hotlink::VerifyOptions &options) = nullptr;
 };
 
 // A link engine other than lld: a platform whose TargetInfo::flavor names

@@ -362,6 +362,42 @@ TEST(SeparateRefusals, InputsWithoutDeviceCodeForTheArchitectureSayWhatTheyHold)
       << host_archive.error->to_string();
 }
 
+// verify of a host object checks the cubin the driver would load from it
+// for --mcpu (nvcc -c without -rdc embeds linked cubins): the CUDA
+// driver's rule picks it (sm_80's on an sm_86); an architecture it holds
+// no cubin for, no --mcpu, and an -rdc object's relocatable cubin are
+// refused.
+TEST(SeparateVerify, AHostObjectsCubinForTheArchitectureIsVerified) {
+  SKIP_WITHOUT_CUDA();
+  std::vector<std::string> args = {cuda().nvcc, "-x", "cu", "-c", "-gencode=arch=compute_80,code=[sm_80,compute_80]",
+                                   "-gencode=arch=compute_90,code=[sm_90,compute_90]"};
+  Bytes whole = compile_with(args, "extern \"C\" __global__ void k(int *a) { a[threadIdx.x] *= 2; }\n",
+                             ".o");
+  VerifyOptions options;
+  options.expected_exports = {"k"};
+  for (std::string arch : {"sm_80", "sm_86", "sm_90"}) {
+    options.processor = arch;
+    auto v = verify_for_target(whole, "app.o", kTriple, options);
+    EXPECT_TRUE(v.ok()) << arch << ": " << v.error().to_string();
+  }
+  options.processor = "sm_75";
+  auto older = verify_for_target(whole, "app.o", kTriple, options);
+  ASSERT_FALSE(older.ok());
+  EXPECT_EQ(older.error().code, ErrorCode::ArchMismatch);
+  EXPECT_NE(older.error().message.find("holds no cubin for sm_75 (it has sm_80 cubin, sm_80 PTX, sm_90 cubin, sm_90 PTX)"),
+            std::string::npos)
+      << older.error().to_string();
+  options.processor.clear();
+  auto unnamed = verify_for_target(whole, "app.o", kTriple, options);
+  ASSERT_FALSE(unnamed.ok());
+  EXPECT_EQ(unnamed.error().symbol, "--mcpu") << unnamed.error().to_string();
+  options.processor = "sm_90";
+  options.expected_exports = {"block_sum"};
+  auto relocatable = verify_for_target(nvcc(kReduce, "sm"), "reduce.o", kTriple, options);
+  ASSERT_FALSE(relocatable.ok());
+  EXPECT_EQ(relocatable.error().code, ErrorCode::NotASharedObject) << relocatable.error().to_string();
+}
+
 // hotlink exports --target nvptx64-nvidia-cuda reads the device code of a
 // host object and of an archive's members; LTO-IR's kernels are sealed
 // until a link, which it says.

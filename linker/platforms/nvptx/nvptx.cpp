@@ -295,7 +295,8 @@ std::unique_ptr<PlatformLink> start(const TargetInfo &, const LinkRequest &) { r
 
 // What the CUDA driver requires of a cubin, checked on its bytes: linked
 // (not relocatable), for the architecture asked (an sm_90 cubin does not
-// load on an sm_80 GPU), its kernels, nothing unresolved.
+// load on an sm_80 GPU, an sm_80 one does on an sm_86), its kernels,
+// nothing unresolved.
 std::optional<Error> nvptx_check_artifact(const std::vector<std::uint8_t> &bytes, const std::string &name,
                                           const hotlink::VerifyOptions &options) {
   auto c = cubin::read(bytes.data(), bytes.size(), name);
@@ -308,7 +309,8 @@ std::optional<Error> nvptx_check_artifact(const std::vector<std::uint8_t> &bytes
     auto want = parse_arch(options.processor);
     if (!want)
       return want.take_error();
-    if (c->sm != sm_number(*want))
+    unsigned sm = sm_number(*want); // the driver's rule: the same major architecture, no later minor one
+    if (c->sm / 10 != sm / 10 || c->sm > sm)
       return make_error(ErrorCode::ArchMismatch,
                         "is built for sm_" + std::to_string(c->sm) + ", which does not load as " + *want, name,
                         "--mcpu", "link it again with --mcpu " + *want);
@@ -434,6 +436,45 @@ Expected<ArtifactDescription> nvptx_describe(const std::vector<std::uint8_t> &by
   return d;
 }
 
+// What the CUDA driver loads of a fat binary, or of the one a host object
+// carries (nvcc -c's .nv_fatbin): the image for --mcpu (images.h).
+Expected<std::optional<std::vector<std::uint8_t>>> nvptx_carried_image(const std::vector<std::uint8_t> &bytes,
+                                                                      const std::string &name,
+                                                                      const hotlink::VerifyOptions &options) {
+  using Found = std::optional<std::vector<std::uint8_t>>;
+  std::vector<exports::FatbinImage> images;
+  if (exports::looks_like_fatbin(bytes.data(), bytes.size())) {
+    auto read = exports::read_fatbin_images(bytes.data(), bytes.size(), name);
+    if (!read)
+      return read.take_error();
+    images = std::move(*read);
+  } else if (!cubin::is_cubin(bytes.data(), bytes.size())) {
+    auto fatbin = exports::carried_fatbin(bytes.data(), bytes.size(), name);
+    if (!fatbin)
+      return fatbin.take_error();
+    auto read = *fatbin ? exports::read_fatbin_images((*fatbin)->data(), (*fatbin)->size(), name)
+                        : exports::carried_offload_images(bytes.data(), bytes.size(), name);
+    if (!read)
+      return read.take_error();
+    images = std::move(*read);
+  }
+  if (images.empty())
+    return Found();
+  if (options.processor.empty())
+    return make_error(ErrorCode::BadRequest, "holds device images for several architectures: --mcpu picks one", name,
+                      "--mcpu", "pass the GPU's architecture, e.g. --mcpu sm_90");
+  auto arch = parse_arch(options.processor);
+  if (!arch)
+    return arch.take_error();
+  nvptx::Choice chosen = nvptx::choose_image(images, sm_number(*arch));
+  if (!chosen.image || chosen.image->kind != exports::FatbinImage::Kind::Cubin)
+    return make_error(ErrorCode::ArchMismatch,
+                      "holds no cubin for " + *arch + " (it has " + chosen.has +
+                          "): what the driver would compile at load, verify cannot check",
+                      name, "--mcpu", "verify it for an architecture it holds a cubin of");
+  return Found(chosen.image->bytes);
+}
+
 } // namespace
 
 const Platform &nvptx_platform() {
@@ -444,7 +485,8 @@ const Platform &nvptx_platform() {
                           /*warm_up_object=*/nullptr,
                           nvptx_check_artifact,
                           nvptx_describe,
-                          /*processor=*/true};
+                          /*processor=*/true,
+                          nvptx_carried_image};
   return p;
 }
 
