@@ -1,5 +1,6 @@
 #include "exports/fatbin.h"
 
+#include "exports/object_file.h"
 #include "exports/ptx.h"
 #include "exports/recovery.h"
 
@@ -269,6 +270,11 @@ Expected<std::vector<DeviceMember>> device_members(const void *data, std::size_t
         llvm::consumeError(member ? bytes.takeError() : member.takeError());
         llvm::consumeError(std::move(err));
         return refused("a member cannot be read");
+      }
+      // LLVM returns the ranges the headers claim, unchecked.
+      if (!in_buffer(buf, member->data(), member->size()) || !in_buffer(buf, bytes->data(), bytes->size())) {
+        llvm::consumeError(std::move(err));
+        return refused("a member, or its name, runs past the end of the archive");
       }
       std::string label = name + "(" + member->str() + ")";
       auto fatbin = carried_fatbin(bytes->data(), bytes->size(), label);

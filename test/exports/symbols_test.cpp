@@ -1,4 +1,5 @@
 // The symbol reader and name checks the linker relies on.
+#include "exports/fatbin.h"
 #include "exports/names.h"
 #include "hotlink/symbols.h"
 #include "exports/version_script.h"
@@ -7,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 namespace hotlink::exports {
@@ -130,6 +132,43 @@ TEST(Reader, PtxIsToldPastCommentsAndNothingElseIs) {
     auto other = read(text);
     EXPECT_FALSE(other.ok() && other->arch == Arch::NVPTX64) << text;
   }
+}
+
+// A device archive whose last member (a BSD one: its name, #1/8, after
+// the header) claims more bytes than the archive holds, which LLVM's
+// archive reader returns unchecked (found by fuzz_objects): refused,
+// naming the archive, before anything reads past its end. LTO-IR is told
+// by its magic, and refused when cut short.
+TEST(Reader, DeviceArchiveMembersPastTheEndAndShortLtoIrAreRefused) {
+  std::string member = "\xed\x43\x4e\x7f" + std::string(28, '\x01'); // LTO-IR's magic, then bytes
+  char header[61];
+  auto bsd = [&](const char *name_field, std::size_t size) {
+    std::snprintf(header, sizeof header, "%-16s%-12s%-6s%-6s%-8s%-10zu`\n", name_field, "0", "0", "0", "644", size);
+    return std::string(header, 60);
+  };
+  // An empty BSD symbol table (__.SYMDEF: no ranlib entries, no strings),
+  // then the member.
+  std::string archive = "!<arch>\n" + bsd("#1/12", 12 + 8) + std::string("__.SYMDEF\0\0\0", 12) +
+                        std::string(8, '\0') + bsd("#1/8", 4096) + std::string("k.ltoir\0", 8) + member.substr(0, 2);
+  std::vector<std::uint8_t> exact(archive.begin(), archive.end()); // no spare capacity: ASan sees a byte past it
+  auto refused = hotlink::exports::read_device_archive(exact.data(), exact.size(), "libk.a");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().input, "libk.a");
+  EXPECT_NE(refused.error().message.find("runs past the end of the archive"), std::string::npos)
+      << refused.error().to_string();
+  std::snprintf(header, sizeof header, "%-16s%-12s%-6s%-6s%-8s%-10zu`\n", "k.ltoir/", "0", "0", "0", "644",
+                member.size());
+  archive = "!<arch>\n" + std::string(header, 60) + member;
+  auto lto = hotlink::exports::read_device_archive(archive.data(), archive.size(), "libk.a");
+  ASSERT_TRUE(lto.ok()) << lto.error().to_string();
+  EXPECT_TRUE(lto->nvidia_lto);
+  auto alone = read_object(member.data(), member.size(), "k.ltoir");
+  ASSERT_TRUE(alone.ok()) << alone.error().to_string();
+  EXPECT_TRUE(alone->nvidia_lto);
+  EXPECT_EQ(alone->arch, Arch::NVPTX64);
+  auto cut = read_object(member.data(), 8, "k.ltoir");
+  ASSERT_FALSE(cut.ok());
+  EXPECT_NE(cut.error().message.find("cut short"), std::string::npos) << cut.error().to_string();
 }
 
 struct NameCase {
