@@ -26,6 +26,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <future>
 #include <thread>
 
@@ -134,64 +135,63 @@ void BM_Device64(benchmark::State &state) {
   state.counters["in_workers"] = static_cast<double>(s.in_worker);
 }
 
-void BM_Device64LldProcesses(benchmark::State &state) {
+// The toolchain's way, one link at a time: the inputs written to files,
+// the program spawned (`command` of those paths and OUT), OUT read back.
+// false when the program fails.
+bool link_by_process(const std::vector<const std::vector<std::uint8_t> *> &inputs, const std::string &ext,
+                     const std::function<std::string(const std::string &ins, const std::string &out)> &command) {
+  std::string ins, out = g_scratch + "/out";
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    std::string in = g_scratch + "/in" + std::to_string(i) + ext;
+    std::ofstream(in, std::ios::binary).write(reinterpret_cast<const char *>(inputs[i]->data()), inputs[i]->size());
+    ins += (ins.empty() ? "" : " ") + in;
+  }
+  if (std::system(command(ins, out).c_str()) != 0)
+    return false;
+  std::ifstream image(out, std::ios::binary);
+  std::vector<char> bytes((std::istreambuf_iterator<char>(image)), {});
+  benchmark::DoNotOptimize(bytes.data());
+  return true;
+}
+
+// `links` links by link_by_process, timed together.
+void by_processes(benchmark::State &state, int links, const char *tool,
+                  const std::function<bool(int)> &link_one) {
   for (auto _ : state) {
     auto t0 = Clock::now();
-    for (int i = 0; i < kKernels; ++i) {
-      std::string in = g_scratch + "/k.bc", out = g_scratch + "/k.hsaco";
-      std::ofstream(in, std::ios::binary)
-          .write(reinterpret_cast<const char *>(g_bitcode[i].data()), g_bitcode[i].size());
-      std::string cmd = std::string(HOTLINK_BENCH_LD_LLD) +
-                        " --no-undefined -shared -plugin-opt=mcpu=gfx90a -o " + out + " " + in;
-      if (std::system(cmd.c_str()) != 0)
-        return state.SkipWithError("ld.lld failed");
-      std::ifstream image(out, std::ios::binary);
-      std::vector<char> bytes((std::istreambuf_iterator<char>(image)), {});
-      benchmark::DoNotOptimize(bytes.data());
-    }
+    for (int i = 0; i < links; ++i)
+      if (!link_one(i))
+        return state.SkipWithError((std::string(tool) + " failed").c_str());
     state.SetIterationTime(seconds_since(t0));
   }
+}
+
+void BM_Device64LldProcesses(benchmark::State &state) {
+  by_processes(state, kKernels, "ld.lld", [](int i) {
+    return link_by_process({&g_bitcode[i]}, ".bc", [](const std::string &in, const std::string &out) {
+      return std::string(HOTLINK_BENCH_LD_LLD) + " --no-undefined -shared -plugin-opt=mcpu=gfx90a -o " + out + " " + in;
+    });
+  });
 }
 
 void BM_Cuda64PtxasProcesses(benchmark::State &state) {
   if (g_ptx.empty())
     return state.SkipWithError("no nvJitLink or ptxas here");
-  for (auto _ : state) {
-    auto t0 = Clock::now();
-    for (int i = 0; i < kKernels; ++i) {
-      std::string in = g_scratch + "/k.ptx", out = g_scratch + "/k.cubin";
-      std::ofstream(in, std::ios::binary).write(reinterpret_cast<const char *>(g_ptx[i].data()), g_ptx[i].size());
-      std::string cmd = g_ptxas + " -m64 -O3 --gpu-name sm_90 --output-file " + out + " " + in;
-      if (std::system(cmd.c_str()) != 0)
-        return state.SkipWithError("ptxas failed");
-      std::ifstream image(out, std::ios::binary);
-      std::vector<char> bytes((std::istreambuf_iterator<char>(image)), {});
-      benchmark::DoNotOptimize(bytes.data());
-    }
-    state.SetIterationTime(seconds_since(t0));
-  }
+  by_processes(state, kKernels, "ptxas", [](int i) {
+    return link_by_process({&g_ptx[i]}, ".ptx", [](const std::string &in, const std::string &out) {
+      return g_ptxas + " -m64 -O3 --gpu-name sm_90 --output-file " + out + " " + in;
+    });
+  });
 }
 
 void BM_Rdc16NvlinkProcesses(benchmark::State &state) {
   if (g_rdc.empty())
     return state.SkipWithError("no nvJitLink, nvcc or nvlink here");
-  for (auto _ : state) {
-    auto t0 = Clock::now();
-    for (int i = 0; i < kRdcLinks; ++i) {
-      std::string user = g_scratch + "/apply.o", helper = g_scratch + "/weight.o", out = g_scratch + "/k.cubin";
-      std::ofstream(user, std::ios::binary)
-          .write(reinterpret_cast<const char *>(g_rdc[i].first.data()), g_rdc[i].first.size());
-      std::ofstream(helper, std::ios::binary)
-          .write(reinterpret_cast<const char *>(g_rdc[i].second.data()), g_rdc[i].second.size());
-      std::string cmd = g_nvlink + " -arch=sm_90 " + user + " " + helper + " -o " + out;
-      if (std::system(cmd.c_str()) != 0)
-        return state.SkipWithError("nvlink failed");
-      std::ifstream image(out, std::ios::binary);
-      std::vector<char> bytes((std::istreambuf_iterator<char>(image)), {});
-      benchmark::DoNotOptimize(bytes.data());
-    }
-    state.SetIterationTime(seconds_since(t0));
-  }
+  by_processes(state, kRdcLinks, "nvlink", [](int i) {
+    return link_by_process({&g_rdc[i].first, &g_rdc[i].second}, ".o", [](const std::string &ins, const std::string &out) {
+      return g_nvlink + " -arch=sm_90 " + ins + " -o " + out;
+    });
+  });
 }
 
 BENCHMARK(BM_Device64)->Args({0, 0})->Args({1, 0})->Unit(benchmark::kMillisecond)->UseManualTime()->Iterations(1);

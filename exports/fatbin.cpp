@@ -35,6 +35,14 @@ template <class T> T read_le(const std::uint8_t *p) {
   return v;
 }
 
+constexpr unsigned kEmCuda = 190;
+
+// An ELF file's e_machine (little-endian), or -1 for anything else.
+int elf_machine(const void *data, std::size_t size) {
+  const auto *b = static_cast<const unsigned char *>(data);
+  return size >= 20 && std::memcmp(b, "\x7f" "ELF", 4) == 0 ? (b[18] | b[19] << 8) : -1;
+}
+
 Error bad(const std::string &name, const std::string &what) {
   return make_error(ErrorCode::InvalidInput, "is not a fat binary hotlink can read: " + what, name, {},
                     "make it with CUDA 12 or 13's fatbinary, or give its PTX or cubins as inputs");
@@ -171,8 +179,8 @@ Expected<ObjectInfo> read_fatbin(const void *data, std::size_t size, const std::
 }
 
 Expected<std::vector<FatbinImage>> carried_offload_images(const void *data, std::size_t size, const std::string &name) {
-  const auto *b = static_cast<const unsigned char *>(data);
-  if (size < 20 || std::memcmp(b, "\x7f" "ELF", 4) != 0 || (b[18] | b[19] << 8) == 190)
+  int machine = elf_machine(data, size);
+  if (machine < 0 || machine == int(kEmCuda))
     return std::vector<FatbinImage>();
   return read_guarded<std::vector<FatbinImage>>(name, ErrorCode::InvalidInput, [&]() -> Expected<std::vector<FatbinImage>> {
     llvm::MemoryBufferRef buf(llvm::StringRef(static_cast<const char *>(data), size), name);
@@ -219,8 +227,8 @@ Expected<std::vector<FatbinImage>> carried_offload_images(const void *data, std:
 
 Expected<std::optional<std::string_view>> carried_fatbin(const void *data, std::size_t size, const std::string &name) {
   const auto *b = static_cast<const unsigned char *>(data);
-  if (size < 20 || std::memcmp(b, "\x7f" "ELF", 4) != 0 || b[5] != 1 || (b[16] | b[17] << 8) != 1 ||
-      (b[18] | b[19] << 8) == 190) // little-endian, ET_REL, not EM_CUDA (a cubin)
+  int machine = elf_machine(data, size);
+  if (machine < 0 || machine == int(kEmCuda) || b[5] != 1 || (b[16] | b[17] << 8) != 1) // little-endian, ET_REL
     return std::optional<std::string_view>();
   return read_guarded<std::optional<std::string_view>>(name, ErrorCode::InvalidInput, [&]() -> Expected<std::optional<std::string_view>> {
     llvm::MemoryBufferRef buf(llvm::StringRef(static_cast<const char *>(data), size), name);
@@ -282,8 +290,7 @@ Expected<std::vector<DeviceMember>> device_members(const void *data, std::size_t
         llvm::consumeError(std::move(err));
         return fatbin.take_error();
       }
-      bool cubin = bytes->size() >= 20 && std::memcmp(bytes->data(), "\x7f" "ELF", 4) == 0 &&
-                   (static_cast<unsigned char>((*bytes)[18]) | static_cast<unsigned char>((*bytes)[19]) << 8) == 190;
+      bool cubin = elf_machine(bytes->data(), bytes->size()) == int(kEmCuda);
       if (*fatbin)
         members.push_back({member->str(), **fatbin});
       else if (cubin || looks_like_lto_ir(bytes->data(), bytes->size()))
@@ -298,6 +305,14 @@ Expected<std::vector<DeviceMember>> device_members(const void *data, std::size_t
   });
 }
 
+Expected<std::vector<FatbinImage>> carried_images(const void *data, std::size_t size, const std::string &name) {
+  auto fatbin = carried_fatbin(data, size, name);
+  if (!fatbin)
+    return fatbin.take_error();
+  return *fatbin ? read_fatbin_images((*fatbin)->data(), (*fatbin)->size(), name)
+                 : carried_offload_images(data, size, name);
+}
+
 Expected<ObjectInfo> read_device_archive(const void *data, std::size_t size, const std::string &name) {
   auto members = device_members(data, size, name);
   if (!members)
@@ -306,10 +321,7 @@ Expected<ObjectInfo> read_device_archive(const void *data, std::size_t size, con
   info.kind = FileKind::Archive;
   for (const DeviceMember &m : *members) {
     std::string label = name + "(" + m.name + ")";
-    auto one = looks_like_fatbin(m.device.data(), m.device.size()) ? read_fatbin(m.device.data(), m.device.size(), label)
-               : looks_like_lto_ir(m.device.data(), m.device.size())
-                   ? read_lto_ir(m.device.data(), m.device.size(), label)
-                   : read_object(m.device.data(), m.device.size(), label);
+    auto one = read_object(m.device.data(), m.device.size(), label); // a fat binary, LTO-IR or cubin
     if (!one)
       return one.take_error();
     info.nvidia_lto = info.nvidia_lto || one->nvidia_lto;

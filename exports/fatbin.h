@@ -71,6 +71,11 @@ struct DeviceMember {
 };
 Expected<std::vector<DeviceMember>> device_members(const void *data, std::size_t size, const std::string &name);
 
+// The device images a host object carries: its nvcc fat binary's
+// (carried_fatbin), else clang's offload images. Empty: none, or not a
+// host ELF object.
+Expected<std::vector<FatbinImage>> carried_images(const void *data, std::size_t size, const std::string &name);
+
 // An archive for a device link (libcudadevrt.a, an archive of nvcc
 // -rdc=true -c objects or of cubins): as an object, ELF, nvptx64, kind
 // Archive, what its members' device code defines and declares (each

@@ -58,11 +58,7 @@ std::optional<Expected<exports::ObjectInfo>> shared_library(const LoadedInput &l
 std::optional<Expected<exports::ObjectInfo>> carried_device_code(LoadedInput &l) {
   if (l.size >= 8 && std::memcmp(l.data, "!<arch>\n", 8) == 0) // libcudadevrt.a, an archive of such objects
     return exports::read_device_archive(l.data, l.size, l.display);
-  auto fatbin = exports::carried_fatbin(l.data, l.size, l.display);
-  if (!fatbin)
-    return fatbin.take_error();
-  auto images = *fatbin ? exports::read_fatbin_images((*fatbin)->data(), (*fatbin)->size(), l.display)
-                        : exports::carried_offload_images(l.data, l.size, l.display);
+  auto images = exports::carried_images(l.data, l.size, l.display);
   if (!images)
     return images.take_error();
   if (images->empty())

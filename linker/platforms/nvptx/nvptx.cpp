@@ -393,16 +393,11 @@ Expected<ArtifactDescription> describe_device(std::string_view bytes, const std:
   if (exports::looks_like_fatbin(data, bytes.size()))
     return describe_fatbin(bytes, name);
   if (!exports::looks_like_ptx(data, bytes.size()) && !cubin::is_cubin(data, bytes.size())) {
-    auto carried = exports::carried_fatbin(data, bytes.size(), name);
+    auto carried = exports::carried_images(data, bytes.size(), name);
     if (!carried)
       return carried.take_error();
-    if (*carried)
-      return describe_fatbin(**carried, name);
-    auto offload = exports::carried_offload_images(data, bytes.size(), name);
-    if (!offload)
-      return offload.take_error();
-    if (!offload->empty())
-      return describe_images(*offload, name);
+    if (!carried->empty())
+      return describe_images(*carried, name);
     if (bytes.substr(0, 4) == "\x7f" "ELF")
       return make_error(ErrorCode::ArchMismatch, "is a host object that carries no device code", name, {},
                         "compile it with nvcc -rdc=true -c (or -dlto), or give its cubin, PTX or fat binary");
@@ -449,11 +444,7 @@ Expected<std::optional<std::vector<std::uint8_t>>> nvptx_carried_image(const std
       return read.take_error();
     images = std::move(*read);
   } else if (!cubin::is_cubin(bytes.data(), bytes.size())) {
-    auto fatbin = exports::carried_fatbin(bytes.data(), bytes.size(), name);
-    if (!fatbin)
-      return fatbin.take_error();
-    auto read = *fatbin ? exports::read_fatbin_images((*fatbin)->data(), (*fatbin)->size(), name)
-                        : exports::carried_offload_images(bytes.data(), bytes.size(), name);
+    auto read = exports::carried_images(bytes.data(), bytes.size(), name);
     if (!read)
       return read.take_error();
     images = std::move(*read);
