@@ -399,18 +399,6 @@ std::optional<Error> needed(const Elf &elf, const std::string &name, exports::Ar
   return std::nullopt;
 }
 
-// Which sections hold code that forwarding may patch: .text and .text.*.
-Expected<std::vector<bool>> code_sections(const Elf &elf) {
-  std::vector<bool> code(elf.sections().size());
-  for (std::size_t i = 0; i < code.size(); ++i) {
-    auto n = elf.section_name(i);
-    if (!n)
-      return n.take_error();
-    code[i] = *n == ".text" || n->rfind(".text.", 0) == 0;
-  }
-  return code;
-}
-
 Expected<Elf> open_elf(const void *data, std::size_t size, const std::string &name) {
   if (image::kind_of(data, size) != Kind::Elf)
     return make_error(ErrorCode::InvalidInput, "is not an ELF image of a CPU", name);
@@ -422,53 +410,40 @@ Expected<Elf> open_elf(const void *data, std::size_t size, const std::string &na
 
 } // namespace
 
-Expected<std::vector<DataObject>> read_elf_objects(const void *data, std::size_t size, const std::string &name,
-                                                   const std::string &section) {
-  auto elf = open_elf(data, size, name);
-  if (!elf)
-    return elf.take_error();
-  std::vector<bool> in_section(elf->sections().size());
-  bool any = false;
-  for (std::size_t i = 0; i < in_section.size(); ++i) {
-    auto n = elf->section_name(i);
-    if (!n)
-      return n.take_error();
-    any |= in_section[i] = *n == section;
-  }
-  std::vector<DataObject> out;
-  if (!any)
-    return out;
-  auto e = each_symbol(*elf, kShtSymtab, [&](const Sym &s, std::string nm, const std::string &unit) -> std::optional<Error> {
-    if (s.type == kSttObject && s.shndx < in_section.size() && in_section[s.shndx])
-      out.push_back({std::move(nm), s.binding == kStbLocal ? unit : std::string(), s.value, s.size});
-    return std::nullopt;
-  });
-  if (e)
-    return std::move(*e);
-  return out;
-}
-
-Expected<Functions> read_elf_functions(const void *data, std::size_t size, const std::string &name) {
+Expected<SymbolTable> read_elf_symbols(const void *data, std::size_t size, const std::string &name,
+                                       const std::string &state_section, bool with_functions) {
   auto opened = open_elf(data, size, name);
   if (!opened)
     return opened.take_error();
   const Elf &elf = *opened;
-  Functions out;
-  out.arch = arch_of(elf);
-  out.wide = elf.wide();
-  auto code = code_sections(elf);
-  if (!code)
-    return code.take_error();
-  auto in_code = [&](const Sym &s) { return s.shndx < code->size() && (*code)[s.shndx]; };
+  SymbolTable out;
+  out.code.arch = arch_of(elf);
+  out.code.wide = elf.wide();
+  // Each section's role: code that forwarding may patch (.text, .text.*),
+  // or the state section.
+  std::vector<bool> code(elf.sections().size()), in_state(elf.sections().size());
+  for (std::size_t i = 0; i < code.size(); ++i) {
+    auto n = elf.section_name(i);
+    if (!n)
+      return n.take_error();
+    code[i] = with_functions && (*n == ".text" || n->rfind(".text.", 0) == 0);
+    in_state[i] = !state_section.empty() && *n == state_section;
+  }
+  auto in_code = [&](const Sym &s) { return s.shndx < code.size() && code[s.shndx]; };
   std::vector<std::uint64_t> bounds; // where a function's room ends
-  for (std::size_t i = 0; i < code->size(); ++i)
-    if ((*code)[i])
+  for (std::size_t i = 0; i < code.size(); ++i)
+    if (code[i])
       bounds.push_back(elf.sections()[i].addr + elf.sections()[i].size);
-  std::map<std::uint64_t, std::size_t> at_address; // address -> index in out.functions
+  std::map<std::uint64_t, std::size_t> at_address; // address -> index in out.code.functions
+  std::vector<Function> &functions = out.code.functions;
   auto e = each_symbol(elf, kShtSymtab, [&](const Sym &s, std::string nm, const std::string &unit) -> std::optional<Error> {
+    bool local = s.binding == kStbLocal;
+    if (s.type == kSttObject && s.shndx < in_state.size() && in_state[s.shndx]) {
+      out.state.push_back({std::move(nm), local ? unit : std::string(), s.value, s.size});
+      return std::nullopt;
+    }
     if (in_code(s))
       bounds.push_back(s.value);
-    bool local = s.binding == kStbLocal;
     if (s.type != kSttFunc || nm.empty() || !in_code(s) || s.size == 0 || (local && unit == "crtstuff.c"))
       return std::nullopt;
     auto mapped = elf.file_offset(s.value);
@@ -477,21 +452,32 @@ Expected<Functions> read_elf_functions(const void *data, std::size_t size, const
     if (!*mapped)
       return std::nullopt;
     Function f{std::move(nm), local ? unit : std::string(), s.value, s.size, **mapped, 0};
-    auto [it, fresh] = at_address.emplace(s.value, out.functions.size());
+    auto [it, fresh] = at_address.emplace(s.value, functions.size());
     if (fresh)
-      out.functions.push_back(std::move(f));
-    else if (!local && !out.functions[it->second].unit.empty())
-      out.functions[it->second] = std::move(f); // the global name of an alias
+      functions.push_back(std::move(f));
+    else if (!local && !functions[it->second].unit.empty())
+      functions[it->second] = std::move(f); // the global name of an alias
     return std::nullopt;
   });
   if (e)
     return std::move(*e);
   std::sort(bounds.begin(), bounds.end());
-  for (Function &f : out.functions) {
+  for (Function &f : functions) {
     auto next = std::upper_bound(bounds.begin(), bounds.end(), f.address);
     f.room = next == bounds.end() ? f.size : *next - f.address;
   }
   return out;
+}
+
+Expected<std::string> read_elf_build_id(const void *data, std::size_t size, const std::string &name) {
+  auto opened = open_elf(data, size, name);
+  if (!opened)
+    return opened.take_error();
+  exports::ArtifactInfo info;
+  if (opened->wide())
+    if (auto e = build_id(*opened, name, info))
+      return std::move(*e);
+  return info.build_id;
 }
 
 Expected<exports::ArtifactInfo> read_elf(const void *data, std::size_t size, const std::string &name) {

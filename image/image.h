@@ -59,7 +59,6 @@ struct Functions {
   // own) are left out.
   std::vector<Function> functions;
 };
-Expected<Functions> read_elf_functions(const void *data, std::size_t size, const std::string &name);
 
 // A variable (STT_OBJECT) of an ELF image's symbol table.
 struct DataObject {
@@ -68,9 +67,20 @@ struct DataObject {
   std::uint64_t address = 0; // link-time
   std::uint64_t size = 0;
 };
-// The variables the symbol table defines in the section named `section`
-// (state carry's HOTLINK_STATE section); none when no section has that name.
-Expected<std::vector<DataObject>> read_elf_objects(const void *data, std::size_t size, const std::string &name,
-                                                   const std::string &section);
+
+// What a reload needs of an ELF image's symbol table, read in one walk:
+// the variables it defines in the section named `state_section` (state
+// carry's HOTLINK_STATE section; none when no section has that name) and,
+// `with_functions`, its functions, for forwarding.
+struct SymbolTable {
+  Functions code;
+  std::vector<DataObject> state;
+};
+Expected<SymbolTable> read_elf_symbols(const void *data, std::size_t size, const std::string &name,
+                                       const std::string &state_section, bool with_functions = true);
+
+// The GNU build-id of an ELF image, in hex ("" when it has none): what the
+// post-mortem store links each kept copy by, read without the rest.
+Expected<std::string> read_elf_build_id(const void *data, std::size_t size, const std::string &name);
 
 } // namespace hotlink::image

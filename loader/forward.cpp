@@ -3,6 +3,7 @@
 #include "loader/code_write.h"
 #include "loader/decoder/decoder.h"
 #include "loader/pairing.h"
+#include "loader/version_image.h"
 
 #include "image/image.h"
 
@@ -48,7 +49,7 @@ const decoder::Table &decoder() { return *decoder::x86().value(); }
 // --- Reading the functions -----------------------------------------------------
 
 // Every function of the image's symbol table that forwarding may patch
-// (image::read_elf_functions), at its mapped address; `room` gets, for
+// (image::read_elf_symbols), at its mapped address; `room` gets, for
 // each, the bytes from its start to the next symbol of its section or the
 // section's end (what padding after it may hold).
 std::vector<ForwardFunction> mapped_functions(const image::Functions &read, std::uintptr_t base,
@@ -341,13 +342,17 @@ Expected<std::unique_ptr<ForwardImage>> forward_image(const std::vector<std::uin
     return make_error(ErrorCode::LoadFailed, why, name);
   if (image::kind_of(bytes.data(), bytes.size()) != image::Kind::Elf)
     return make_error(ErrorCode::LoadFailed, "forwarding patches x86_64 ELF images only", name);
-  auto read = image::read_elf_functions(bytes.data(), bytes.size(), name);
-  if (!read) {
-    Error e = read.take_error();
-    e.message = "cannot read its symbol table: " + e.message;
-    return e;
-  }
-  if (!read->wide || read->arch != exports::Arch::X86_64)
+  auto table = read_symbol_table(bytes, name, /*forwarding=*/true);
+  if (!table)
+    return table.take_error();
+  return forward_image_of(table->code, name, lib, number);
+}
+
+Expected<std::unique_ptr<ForwardImage>> forward_image_of(const image::Functions &read, const std::string &name,
+                                                         const Library &lib, std::uint64_t number) {
+  if (std::string why = forwarding_unavailable(); !why.empty())
+    return make_error(ErrorCode::LoadFailed, why, name);
+  if (!read.wide || read.arch != exports::Arch::X86_64)
     return make_error(ErrorCode::LoadFailed, "forwarding patches x86_64 ELF images only", name);
   auto fd = open_for_writing(lib.path(), name);
   if (!fd)
@@ -358,7 +363,7 @@ Expected<std::unique_ptr<ForwardImage>> forward_image(const std::vector<std::uin
   image->fd = fd.value();
   image->ranges = lib.ranges();
   std::vector<std::uint64_t> room;
-  image->functions = mapped_functions(*read, lib.base(), room);
+  image->functions = mapped_functions(read, lib.base(), room);
   for (std::size_t i = 0; i < image->functions.size(); ++i)
     decide_patchable(image->functions[i], room[i]);
   image->slots = place_slots(image->ranges, image->functions.size(), image->slots_bytes);

@@ -1,5 +1,6 @@
 #include "hotlink/hot_module.h"
 #include "loader/module_version.h"
+#include "loader/version_image.h"
 #include "base/fault_signals.h"
 #include "base/own_module_host.h"
 
@@ -174,24 +175,34 @@ Expected<std::unique_ptr<HotModule::Version>> HotModule::map_version(const std::
   for (std::size_t i = 0; i < entries_.size(); ++i)
     if (!(slots[i] = lib->symbol(entries_[i])))
       return make_error(ErrorCode::MissingExport, "is not resolvable in the mapped image", name, entries_[i]);
-  // 4. Its state variables, where they are mapped.
-  auto state = state_variables(bytes, name, lib->base(), identity);
-  if (!state)
-    return state.take_error();
-  // 5. Its functions, for forwarding.
+  // 4. Its symbol table, read once: its state variables, where they are
+  // mapped, and its functions, for forwarding.
+  std::vector<StateVariable> state;
   std::unique_ptr<ForwardImage> forward;
-  if (options_.forward_old_versions && forwarding_off_.empty()) {
-    auto image = forward_image(bytes, name, *lib, next_number_);
-    if (image)
-      forward = std::move(image.value());
-    else
-      forwarding_off(image.error().message);
+  bool forwarding = options_.forward_old_versions && forwarding_off_.empty();
+  if (image::kind_of(bytes.data(), bytes.size()) == image::Kind::Elf) {
+    auto table = read_symbol_table(bytes, name, forwarding);
+    if (!table)
+      return table.take_error();
+    auto vars = state_variables_of(std::move(table->state), bytes, name, lib->base(), identity);
+    if (!vars)
+      return vars.take_error();
+    state = std::move(vars.value());
+    if (forwarding) {
+      auto image = forward_image_of(table->code, name, *lib, next_number_);
+      if (image)
+        forward = std::move(image.value());
+      else
+        forwarding_off(image.error().message);
+    }
+  } else if (forwarding) {
+    forwarding_off(forward_image(bytes, name, *lib, next_number_).error().message); // says why not
   }
   std::unique_ptr<Version> v = fresh_record();
   v->info = VersionInfo{next_number_, identity, name, {}};
   for (std::size_t i = 0; i < entries_.size(); ++i)
     v->slots[i].store(slots[i], std::memory_order_relaxed);
-  v->state = std::move(state.value());
+  v->state = std::move(state);
   v->forward = std::move(forward);
   v->lib = std::move(lib);
   return v;

@@ -3,7 +3,7 @@
 #include "base/eviction.h"
 
 #include "base/files.h"
-#include "hotlink/symbols.h"
+#include "image/image.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -365,14 +365,15 @@ const CopyDirectory &copy_directory(const LoadOptions &options) {
 }
 
 void kept(const CopyDirectory &dir, const std::string &path, const std::vector<std::uint8_t> &bytes,
-          const LoadOptions &options) {
+          const std::string *build_id, const LoadOptions &options) {
   if (!dir.kept)
     return;
-  auto info = exports::read_artifact(bytes.data(), bytes.size(), path);
-  if (info && info->build_id.size() > 2) {
-    std::string sub = dir.store + "/.build-id/" + info->build_id.substr(0, 2);
+  Expected<std::string> id = build_id ? Expected<std::string>(*build_id)
+                                      : image::read_elf_build_id(bytes.data(), bytes.size(), path);
+  if (id && id->size() > 2) {
+    std::string sub = dir.store + "/.build-id/" + id->substr(0, 2);
     if (made_once(sub)) {
-      std::string rest = sub + "/" + info->build_id.substr(2);
+      std::string rest = sub + "/" + id->substr(2);
       for (const std::string &link : {rest + ".debug", rest}) {
         // A build-id names its bytes: a link that is there already, of the
         // same size, is an earlier copy of this image (a process's start

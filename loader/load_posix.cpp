@@ -82,6 +82,11 @@ void *Library::symbol(const std::string &name) const { return dlsym(handle_, nam
 
 Expected<std::unique_ptr<Library>> load_private(const std::vector<std::uint8_t> &bytes,
                                                 const std::string &name, const LoadOptions &options) {
+  return load_copy(bytes, name, options, nullptr);
+}
+
+Expected<std::unique_ptr<Library>> load_copy(const std::vector<std::uint8_t> &bytes, const std::string &name,
+                                             const LoadOptions &options, const std::string *build_id) {
   const store::CopyDirectory &dir = store::copy_directory(options);
   if (dir.path.empty())
     return make_error(ErrorCode::LoadFailed, "no directory for private copies: " + dir.error, name, {},
@@ -131,7 +136,7 @@ Expected<std::unique_ptr<Library>> load_private(const std::vector<std::uint8_t> 
   }
   find_ranges(lib->handle_, lib->base_, lib->ranges_);
   lib->kept_ = dir.kept;
-  store::kept(dir, lib->copy_path_, bytes, options);
+  store::kept(dir, lib->copy_path_, bytes, build_id, options);
   return lib;
 }
 

@@ -73,6 +73,12 @@ void *Library::symbol(const std::string &name) const {
 
 Expected<std::unique_ptr<Library>> load_private(const std::vector<std::uint8_t> &bytes,
                                                 const std::string &name, const LoadOptions &options) {
+  return load_copy(bytes, name, options, nullptr);
+}
+
+// No post-mortem store links copies by build-id here: `build_id` is unused.
+Expected<std::unique_ptr<Library>> load_copy(const std::vector<std::uint8_t> &bytes, const std::string &name,
+                                             const LoadOptions &options, const std::string *) {
   static std::atomic<unsigned> counter{0};
   std::unique_ptr<Library> lib(new Library);
   lib->name_ = name;

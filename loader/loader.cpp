@@ -33,7 +33,7 @@ Expected<VerifiedLibrary> load_verified(const std::vector<std::uint8_t> &bytes, 
   if (load.file_name.empty())
     load.file_name = copy_file_name(name, load.version,
                                     verified->sha256.empty() ? verified->blake3 : verified->sha256);
-  auto lib = load_private(bytes, name, load);
+  auto lib = load_copy(bytes, name, load, &verified->info.build_id);
   if (!lib)
     return lib.take_error();
   return VerifiedLibrary{std::move(lib.value()), std::move(verified.value())};

@@ -2,6 +2,8 @@
 // load_windows.cpp) and load_verified: how a private copy is named.
 #pragma once
 
+#include "hotlink/load.h"
+
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -15,5 +17,11 @@ std::pair<std::string, std::string> split_extension(const std::string &file);
 // N (LoadOptions::version), else NAME.K.<hash>.EXT, K a per-process count;
 // the first 8 hex digits of `hash`, the artifact's identity.
 std::string copy_file_name(const std::string &name, std::uint64_t version, const std::string &hash);
+
+// load_private, given the image's build-id when the caller has read it
+// already (load_verified: verify read it); nullptr: read here, where the
+// post-mortem store links copies by it.
+Expected<std::unique_ptr<Library>> load_copy(const std::vector<std::uint8_t> &bytes, const std::string &name,
+                                             const LoadOptions &options, const std::string *build_id);
 
 } // namespace hotlink::loader

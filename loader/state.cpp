@@ -6,6 +6,7 @@
 #include "loader/pairing.h"
 
 #include "image/image.h"
+#include "loader/version_image.h"
 #include "loader/dwarf/dwarf.h"
 
 #include <cstring>
@@ -17,15 +18,30 @@ Expected<std::vector<StateVariable>> state_variables(const std::vector<std::uint
                                                      std::uintptr_t load_base, const std::string &identity) {
   if (image::kind_of(bytes.data(), bytes.size()) != image::Kind::Elf)
     return std::vector<StateVariable>(); // no state on other formats yet (hotlink/state.h)
-  auto symbols = image::read_elf_objects(bytes.data(), bytes.size(), name, HOTLINK_STATE_SECTION);
-  if (!symbols) {
-    Error e = symbols.take_error();
+  auto table = read_symbol_table(bytes, name, /*forwarding=*/false);
+  if (!table)
+    return table.take_error();
+  return state_variables_of(std::move(table->state), bytes, name, load_base, identity);
+}
+
+Expected<image::SymbolTable> read_symbol_table(const std::vector<std::uint8_t> &bytes, const std::string &name,
+                                               bool forwarding) {
+  auto table = image::read_elf_symbols(bytes.data(), bytes.size(), name, HOTLINK_STATE_SECTION, forwarding);
+  if (!table) {
+    Error e = table.take_error();
     e.message = "cannot read its symbol table: " + e.message;
     return e;
   }
+  return table;
+}
+
+Expected<std::vector<StateVariable>> state_variables_of(std::vector<image::DataObject> objects,
+                                                        const std::vector<std::uint8_t> &bytes,
+                                                        const std::string &name, std::uintptr_t load_base,
+                                                        const std::string &identity) {
   std::vector<StateVariable> vars;
   std::vector<std::uint64_t> addresses;
-  for (image::DataObject &o : *symbols) {
+  for (image::DataObject &o : objects) {
     StateVariable v;
     v.name = std::move(o.name);
     v.unit = std::move(o.unit);

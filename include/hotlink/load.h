@@ -86,8 +86,9 @@ public:
   const std::vector<ImageRange> &ranges() const { return ranges_; }
 
 private:
-  friend Expected<std::unique_ptr<Library>> load_private(const std::vector<std::uint8_t> &,
-                                                         const std::string &, const LoadOptions &);
+  // The private copy that load_private and load_verified make (internal).
+  friend Expected<std::unique_ptr<Library>> load_copy(const std::vector<std::uint8_t> &, const std::string &,
+                                                      const LoadOptions &, const std::string *);
   Library() = default;
   void *handle_ = nullptr;
   std::string copy_path_; // the private copy on disk

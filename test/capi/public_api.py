@@ -7,7 +7,8 @@ of include/hotlink/*.h that are exported (HOTLINK_API, the C header's
 visibility pragma), have no body in the header and are not pure or
 deleted; then fails naming each that libhotlink.so's dynamic symbol table
 does not define.
-Private members are left out: only the library's own code calls them.
+Private members and friend declarations are left out: only the library's
+own code calls them (a friend that is API is declared on its own too).
   usage: public_api.py CLANG INCLUDE_DIR LIBRARY..."""
 import json, os, subprocess, sys, tempfile
 
@@ -31,6 +32,8 @@ def visibility(node):
 
 declared, private = {}, set()
 def walk(node, exported, path):
+    if node.get("kind") == "FriendDecl":
+        return  # grants access; what it names is declared (or not) on its own
     if node.get("access") == "private" and "mangledName" in node:
         private.add(node["mangledName"])
     kind = node.get("kind")

@@ -93,6 +93,22 @@ void compare(const hotlink::exports::ArtifactInfo &own, const hotlink::exports::
     differ("the exports", joined(own.exports), joined(llvm.exports));
 }
 
+// What a reload reads besides verify's reading: the symbol table (state
+// and functions, one walk) and the build-id alone, which must be the one
+// read_elf found.
+void reload_reads(const std::uint8_t *data, std::size_t size,
+                  const hotlink::Expected<hotlink::exports::ArtifactInfo> &whole) {
+  auto table = hotlink::image::read_elf_symbols(data, size, "fuzz.img", ".hotlink_state");
+  auto id = hotlink::image::read_elf_build_id(data, size, "fuzz.img");
+  for (const hotlink::Error *e : {table ? nullptr : &table.error(), id ? nullptr : &id.error()})
+    if (e && e->input != "fuzz.img") {
+      std::fprintf(stderr, "fuzz_images: error does not name the input: %s\n", e->to_string().c_str());
+      std::abort();
+    }
+  if (whole && id && *id != whole->build_id)
+    differ("the build-id read alone", *id, whole->build_id);
+}
+
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size) {
@@ -105,6 +121,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size
     std::fprintf(stderr, "fuzz_images: error does not name the input: %s\n", own->error().to_string().c_str());
     std::abort();
   }
+  if (hotlink::image::kind_of(data, size) == hotlink::image::Kind::Elf)
+    reload_reads(data, size, *own);
   auto llvm = hotlink::exports::read_artifact_with_llvm(data, size, "fuzz.img");
   if (*own && llvm) {
     ++g_both;

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 
 using namespace hotlink;
 using test::Bytes;
@@ -240,14 +241,18 @@ TEST(ImagePe, ADamagedExportDirectoryIsRefusedByName) {
   EXPECT_NE(info.error().message.find("export directory"), std::string::npos) << info.error().message;
 }
 
-TEST(ImageElf, FunctionsAreTheSymbolTablesCodeWithTheirRoom) {
-  Bytes so = test::compile_so("x86_64-linux-gnu", std::string(kKernel) + "int g(int x) { return f(x) + 1; }\n", {"-O0"});
-  auto read = image::read_elf_functions(so.data(), so.size(), "k.so");
+TEST(ImageElf, OneWalkReadsTheFunctionsWithTheirRoomAndTheStateVariables) {
+  Bytes so = test::compile_so("x86_64-linux-gnu",
+                              std::string(kKernel) + "int g(int x) { return f(x) + 1; }\n"
+                                                     "__attribute__((section(\".hotlink_state\"), used)) int frames = 7;\n"
+                                                     "__attribute__((section(\".hotlink_state\"), used)) static long seen[2];\n",
+                              {"-O0", "-Wl,--build-id=sha1"});
+  auto read = image::read_elf_symbols(so.data(), so.size(), "k.so", ".hotlink_state");
   ASSERT_TRUE(read.ok()) << read.error().to_string();
-  EXPECT_TRUE(read->wide);
-  EXPECT_EQ(read->arch, exports::Arch::X86_64);
+  EXPECT_TRUE(read->code.wide);
+  EXPECT_EQ(read->code.arch, exports::Arch::X86_64);
   auto find = [&](const std::string &n) -> const image::Function * {
-    for (const image::Function &f : read->functions)
+    for (const image::Function &f : read->code.functions)
       if (f.name == n)
         return &f;
     return nullptr;
@@ -262,9 +267,33 @@ TEST(ImageElf, FunctionsAreTheSymbolTablesCodeWithTheirRoom) {
     ASSERT_LT(fn->file_offset + fn->size, so.size());
   }
   EXPECT_FALSE(find("table")) << "data is not a function";
+  // The state section's variables, and nothing outside it (table).
+  ASSERT_EQ(read->state.size(), 2u);
+  std::map<std::string, const image::DataObject *> state;
+  for (const image::DataObject &o : read->state)
+    state[o.name] = &o;
+  ASSERT_TRUE(state.count("frames") && state.count("seen"));
+  EXPECT_EQ(state["frames"]->size, 4u);
+  EXPECT_TRUE(state["frames"]->unit.empty());
+  EXPECT_EQ(state["seen"]->size, 16u);
+  EXPECT_FALSE(state["seen"]->unit.empty()) << "a local variable names its translation unit";
+  // No state section by that name: no variables, the functions still.
+  auto other = image::read_elf_symbols(so.data(), so.size(), "k.so", ".no_such_section");
+  ASSERT_TRUE(other.ok());
+  EXPECT_TRUE(other->state.empty());
+  EXPECT_EQ(other->code.functions.size(), read->code.functions.size());
+  // The build-id alone is what read_elf finds with the rest.
+  auto id = image::read_elf_build_id(so.data(), so.size(), "k.so");
+  auto info = image::read_elf(so.data(), so.size(), "k.so");
+  ASSERT_TRUE(id.ok() && info.ok());
+  EXPECT_EQ(id.value().size(), 40u);
+  EXPECT_EQ(id.value(), info->build_id);
   // A file that is not an ELF image of a CPU is refused by name.
   Bytes not_elf(100, 0);
-  auto refused = image::read_elf_functions(not_elf.data(), not_elf.size(), "zero.bin");
+  auto refused = image::read_elf_symbols(not_elf.data(), not_elf.size(), "zero.bin", ".hotlink_state");
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.error().input, "zero.bin");
+  auto no_id = image::read_elf_build_id(not_elf.data(), not_elf.size(), "zero.bin");
+  ASSERT_FALSE(no_id.ok());
+  EXPECT_EQ(no_id.error().input, "zero.bin");
 }
