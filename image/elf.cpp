@@ -14,10 +14,14 @@ namespace hotlink::image {
 namespace {
 
 constexpr unsigned kPtLoad = 1, kPtDynamic = 2, kPtNote = 4;
-constexpr unsigned kShtSymtab = 2, kShtStrtab = 3, kShtDynamic = 6, kShtDynsym = 11;
+constexpr unsigned kShtSymtab = 2, kShtStrtab = 3, kShtDynamic = 6, kShtNobits = 8, kShtDynsym = 11,
+                   kShtSymtabShndx = 18;
+constexpr std::uint64_t kShfWrite = 1, kShfAlloc = 2, kShfExecinstr = 4, kShfTls = 0x400;
+constexpr std::uint16_t kShnLoreserve = 0xff00, kShnCommon = 0xfff2, kShnXindex = 0xffff;
 constexpr std::int64_t kDtNull = 0, kDtNeeded = 1, kDtStrtab = 5, kDtSymtab = 6, kDtStrsz = 10;
-constexpr unsigned kSttObject = 1, kSttFunc = 2, kSttSection = 3, kSttFile = 4;
+constexpr unsigned kSttObject = 1, kSttFunc = 2, kSttSection = 3, kSttFile = 4, kSttCommon = 5;
 constexpr unsigned kStbLocal = 0, kStbWeak = 2;
+constexpr unsigned kStvHidden = 2;
 constexpr unsigned kEmX86 = 3, kEmIamcu = 6, kEmX86_64 = 62, kEmAArch64 = 183;
 constexpr unsigned kNtGnuBuildId = 3;
 
@@ -28,12 +32,12 @@ struct Segment {
 
 struct Section {
   std::uint32_t name = 0, type = 0, link = 0;
-  std::uint64_t addr = 0, offset = 0, size = 0, entsize = 0;
+  std::uint64_t addr = 0, offset = 0, size = 0, entsize = 0, flags = 0, addralign = 0;
 };
 
 struct Sym {
   std::uint32_t name = 0;
-  unsigned type = 0, binding = 0;
+  unsigned type = 0, binding = 0, visibility = 0;
   std::uint16_t shndx = 0;
   std::uint64_t value = 0, size = 0;
 };
@@ -95,6 +99,7 @@ public:
     unsigned info = static_cast<unsigned>(b_.u(at + (wide_ ? 4 : 12), 1, ok));
     s.type = info & 15;
     s.binding = info >> 4;
+    s.visibility = static_cast<unsigned>(b_.u(at + (wide_ ? 5 : 13), 1, ok)) & 3;
     s.shndx = static_cast<std::uint16_t>(b_.u(at + (wide_ ? 6 : 14), 2, ok));
     s.value = b_.u(at + (wide_ ? 8 : 4), wide_ ? 8 : 4, ok);
     s.size = b_.u(at + (wide_ ? 16 : 8), wide_ ? 8 : 4, ok);
@@ -228,7 +233,7 @@ private:
       return damaged(name_, "its section headers extend past the end of the file");
     for (std::uint64_t at = off; at < off + n * entry; at += entry)
       sections_.push_back({u32(at), u32(at + 4), u32(at, 40, 24), word(at, 16, 12), word(at, 24, 16), word(at, 32, 20),
-                           word(at, 56, 36)});
+                           word(at, 56, 36), word(at, 8, 8), word(at, 48, 32)});
     shstrndx_ = half(wide_ ? 62 : 50);
     if (shstrndx_ == 0xffff && !sections_.empty()) // SHN_XINDEX: in section 0's sh_link
       shstrndx_ = sections_[0].link;
@@ -478,6 +483,119 @@ Expected<std::string> read_elf_build_id(const void *data, std::size_t size, cons
     if (auto e = build_id(*opened, name, info))
       return std::move(*e);
   return info.build_id;
+}
+
+namespace {
+
+// What a symbol of a relocatable object is, by the section it is defined
+// in (as LLVM's ELFObjectFile answers isText, isData, isBSS and the flags).
+void classify_by_section(const Section &sec, bool data_type, exports::Symbol &sym) {
+  bool text = sec.flags & kShfExecinstr;
+  bool data = (sec.flags & kShfAlloc) && !text && sec.type != kShtNobits;
+  bool bss = (sec.flags & kShfAlloc) && sec.type == kShtNobits;
+  if (!sym.function && (data_type || data || bss))
+    sym.data = true;
+  sym.writable = sec.flags & kShfWrite;
+  sym.tls = sec.flags & kShfTls;
+  if (text && !data_type)
+    sym.function = true, sym.data = false;
+}
+
+// The symbols read_object lists of a relocatable object's .symtab: global
+// and undefined, without the format's own (the null symbol, files,
+// sections, AArch64's mapping symbols $d/$x). False: something is not
+// plain (a name past the string table, an extended section index, a
+// section index past the table): LLVM's reader answers that.
+bool object_symbols(const Elf &elf, std::vector<exports::Symbol> &out) {
+  const Section *table = elf.first_of_type(kShtSymtab);
+  if (!table)
+    return true;
+  if (table->size == 0 || table->entsize != 24 || table->size % 24 || table->offset % 8 ||
+      !elf.bytes().has(table->offset, table->size))
+    return false;
+  auto strtab = elf.string_table(*table);
+  if (!strtab)
+    return false;
+  bool aarch64 = elf.machine() == kEmAArch64;
+  const std::vector<Section> &sections = elf.sections();
+  std::uint64_t n = table->size / 24;
+  out.reserve(n);
+  for (std::uint64_t i = 1; i < n; ++i) {
+    Sym s = elf.symbol(*table, i);
+    if (s.name >= strtab->second || s.shndx == kShnXindex)
+      return false;
+    if (s.type == kSttFile || s.type == kSttSection)
+      continue;
+    bool found = false;
+    std::string_view nm = elf.bytes().c_string(strtab->first + s.name, strtab->first + strtab->second, found);
+    if (aarch64 && (nm.rfind("$d", 0) == 0 || nm.rfind("$x", 0) == 0))
+      continue;
+    bool undefined = s.shndx == 0;
+    if ((!undefined && s.binding == kStbLocal) || nm.empty())
+      continue;
+    exports::Symbol sym;
+    sym.name = std::string(nm);
+    sym.defined = !undefined;
+    sym.weak = s.binding == kStbWeak;
+    sym.common = s.type == kSttCommon || s.shndx == kShnCommon;
+    sym.hidden = s.visibility == kStvHidden;
+    if (sym.defined) {
+      sym.function = s.type == kSttFunc;
+      bool data_type = s.type == kSttObject || s.type == kSttCommon;
+      if (s.shndx < kShnLoreserve) {
+        if (s.shndx >= sections.size())
+          return false;
+        classify_by_section(sections[s.shndx], data_type, sym);
+      } else if (sym.common) {
+        sym.data = sym.writable = true;
+      }
+    }
+    if (sym.name == "__gnu_lto_slim")
+      return false; // a GCC LTO object: LLVM's reader refuses it by name
+    out.push_back(std::move(sym));
+  }
+  return true;
+}
+
+} // namespace
+
+std::optional<exports::ObjectInfo> read_elf_object(const void *data, std::size_t size, const std::string &name) {
+  if (kind_of(data, size) != Kind::Elf || size < 64 || static_cast<const std::uint8_t *>(data)[4] != 2)
+    return std::nullopt;
+  Bytes b(data, size);
+  bool ok = true;
+  std::uint64_t type = b.u(16, 2, ok), machine = b.u(18, 2, ok), shnum = b.u(60, 2, ok), shstrndx = b.u(62, 2, ok);
+  if (type != 1 || (machine != kEmX86_64 && machine != kEmAArch64) || shnum == 0 || shstrndx == 0 ||
+      shstrndx >= shnum)
+    return std::nullopt;
+  auto opened = open_elf(data, size, name);
+  if (!opened)
+    return std::nullopt;
+  const Elf &elf = *opened;
+  exports::ObjectInfo info;
+  info.format = exports::Format::ELF;
+  info.arch = arch_of(elf);
+  info.kind = exports::FileKind::Object;
+  for (std::size_t i = 0; i < elf.sections().size(); ++i) {
+    const Section &sec = elf.sections()[i];
+    if (sec.type == kShtSymtabShndx || sec.type == kShtDynsym)
+      return std::nullopt;
+    if (sec.type != kShtNobits && !b.has(sec.offset, sec.size))
+      return std::nullopt; // LLVM's reader names the truncated section
+    auto n = elf.section_name(i);
+    if (!n)
+      return std::nullopt;
+    info.startup_sections |= *n == ".init" || *n == ".fini" || *n == ".tm_clone_table" || *n == ".ctors" ||
+                             *n == ".dtors" || n->rfind(".ctors.", 0) == 0 || n->rfind(".dtors.", 0) == 0;
+    // As LLVM's Align takes sh_addralign: 0 is 1, else its highest power of two.
+    std::uint64_t align = 1;
+    while (sec.addralign >> 1 >= align)
+      align <<= 1;
+    info.alignment_padding += align;
+  }
+  if (!object_symbols(elf, info.symbols))
+    return std::nullopt;
+  return info;
 }
 
 Expected<exports::ArtifactInfo> read_elf(const void *data, std::size_t size, const std::string &name) {

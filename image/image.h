@@ -79,6 +79,17 @@ struct SymbolTable {
 Expected<SymbolTable> read_elf_symbols(const void *data, std::size_t size, const std::string &name,
                                        const std::string &state_section, bool with_functions = true);
 
+// A relocatable ELF object of this project's hosts (ELFCLASS64, x86_64 or
+// AArch64), read as exports::read_object reads it with LLVM: the same
+// ObjectInfo (its symbols, startup sections, alignment padding), so that a
+// link of a JIT's object plans (and a cache hit finds its key) without
+// LLVM's reader and its crash recovery. nullopt for anything else, and
+// for an object that is not plain (a damaged or truncated table, an
+// extended section index, a GCC LTO object): LLVM's reader answers those,
+// with its checks and messages. test/fuzz/fuzz_objects.cpp compares the
+// two on every input this one answers.
+std::optional<exports::ObjectInfo> read_elf_object(const void *data, std::size_t size, const std::string &name);
+
 // The GNU build-id of an ELF image, in hex ("" when it has none): what the
 // post-mortem store links each kept copy by, read without the rest.
 Expected<std::string> read_elf_build_id(const void *data, std::size_t size, const std::string &name);

@@ -2,6 +2,8 @@
 #include "base/text.h"
 #include "hotlink/symbols.h"
 #include "exports/fatbin.h"
+#include "exports/recovery.h"
+#include "image/image.h"
 
 #include "linker/llvm_options.h"
 #include "linker/plan.h"
@@ -71,6 +73,7 @@ std::optional<Expected<exports::ObjectInfo>> carried_device_code(LoadedInput &l)
 
 std::optional<Error> read_inputs(PlanContext &ctx) {
   ctx.inputs.reserve(ctx.request.inputs.size());
+  std::optional<exports::RecoveryScope> recovery;
   for (const Input &in : ctx.request.inputs) {
     LoadedInput l;
     l.input = &in;
@@ -97,6 +100,11 @@ std::optional<Error> read_inputs(PlanContext &ctx) {
       l.size = l.file->getBufferSize();
     }
     auto known = ctx.target().arch == exports::Arch::NVPTX64 ? carried_device_code(l) : shared_library(l);
+    if (!known && ctx.target().arch != exports::Arch::NVPTX64)
+      if (auto own = image::read_elf_object(l.data, l.size, l.display)) // the host's objects, without LLVM
+        known = std::move(*own);
+    if (!known && !recovery)
+      recovery.emplace(); // LLVM's readers: crash recovery on once for all of them
     auto info = known ? std::move(*known)
                       : exports::read_object(l.data, l.size, l.display, /*branch_info=*/!ctx.request.sysroot.empty());
     if (!info)

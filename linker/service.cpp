@@ -5,7 +5,6 @@
 
 #include "linker/llvm_options.h"
 #include "linker/plan.h"
-#include "exports/recovery.h"
 #include "exports/targets.h"
 #include "linker/worker.h"
 
@@ -366,9 +365,10 @@ LinkResult LinkService::Impl::link(const LinkRequest &req) {
     return std::move(res);
   };
   bool caching = cache && req.use_cache;
-  // Planning reads each input, and lld runs, under crash recovery: one
-  // scope for the whole link turns LLVM's signal handlers on and off once.
-  exports::RecoveryScope recovery;
+  // Crash recovery (LLVM's signal handlers, 12 system calls on and off) is
+  // on only while LLVM reads untrusted bytes: while planning reads inputs
+  // that image/ does not (read_inputs), and while lld runs. A cache hit of
+  // the host's own objects turns it on not at all.
   auto plan = plan_link(req, res.timings, /*digest_inputs=*/caching);
   if (!plan)
     return finish(plan.take_error());

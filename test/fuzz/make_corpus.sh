@@ -32,6 +32,30 @@ int other(int x) { return x - 1; }
 int other_argv(void **a) { *(int *)a[1] = other(*(int *)a[0]); return 0; }
 C
 
+# What image::read_elf_object must read as LLVM does (fuzz_objects compares
+# the two): C++ with a static constructor (.init_array, COMDAT groups),
+# thread-locals, common and hidden symbols, sections of their own, debug
+# sections, and (AArch64) mapping symbols.
+cat > rich.cpp <<'C'
+struct Counter { int n; Counter() : n(7) {} };
+static Counter counter;
+thread_local int per_thread = 3;
+__attribute__((visibility("hidden"))) int hidden_value = 5;
+extern "C" __attribute__((weak)) int weak_fn(int x) { return x; }
+extern "C" int defined_elsewhere(int);
+template <class T> T twice(T v) { return v + v; }
+extern "C" int rich(int x) { return twice(x) + counter.n + per_thread + hidden_value + defined_elsewhere(x); }
+C
+for t in x86_64-linux-gnu aarch64-linux-gnu; do
+  $clang -x c++ --target=$t -O1 -fPIC -g -ffunction-sections -fdata-sections -c rich.cpp \
+    -o "$out/fuzz_objects/$t-rich.o"
+  $clang --target=$t -O1 -fPIC -fcommon -c -x c - -o "$out/fuzz_objects/$t-common.o" <<'C'
+int shared_counter;
+__attribute__((section(".ctors"))) void (*legacy_init)(void) = 0;
+int use(void) { return shared_counter; }
+C
+done
+
 i=0
 for t in x86_64-linux-gnu aarch64-linux-gnu x86_64-pc-windows-msvc i686-pc-windows-msvc \
          aarch64-pc-windows-msvc x86_64-apple-macos arm64-apple-macos wasm32-unknown-unknown; do

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <tuple>
 
 using namespace hotlink;
 using test::Bytes;
@@ -296,4 +297,102 @@ TEST(ImageElf, OneWalkReadsTheFunctionsWithTheirRoomAndTheStateVariables) {
   auto no_id = image::read_elf_build_id(not_elf.data(), not_elf.size(), "zero.bin");
   ASSERT_FALSE(no_id.ok());
   EXPECT_EQ(no_id.error().input, "zero.bin");
+}
+
+namespace {
+
+// image/'s reading of a relocatable object, which must be LLVM's.
+exports::ObjectInfo read_object_both(const Bytes &bytes, const std::string &name) {
+  auto own = image::read_elf_object(bytes.data(), bytes.size(), name);
+  auto llvm = exports::read_object(bytes.data(), bytes.size(), name);
+  EXPECT_TRUE(own.has_value()) << name << " is not read by image/";
+  EXPECT_TRUE(llvm.ok()) << llvm.error().to_string();
+  if (!own || !llvm.ok())
+    return {};
+  const exports::ObjectInfo &a = *own, &b = llvm.value();
+  EXPECT_EQ(a.format, b.format) << name;
+  EXPECT_EQ(a.arch, b.arch) << name;
+  EXPECT_EQ(a.kind, b.kind) << name;
+  EXPECT_EQ(a.startup_sections, b.startup_sections) << name;
+  EXPECT_EQ(a.alignment_padding, b.alignment_padding) << name;
+  EXPECT_EQ(a.symbols.size(), b.symbols.size()) << name;
+  for (std::size_t i = 0; i < std::min(a.symbols.size(), b.symbols.size()); ++i) {
+    const exports::Symbol &x = a.symbols[i], &y = b.symbols[i];
+    EXPECT_EQ(std::tie(x.name, x.defined, x.weak, x.common, x.function, x.data, x.writable, x.tls, x.hidden),
+              std::tie(y.name, y.defined, y.weak, y.common, y.function, y.data, y.writable, y.tls, y.hidden))
+        << name << ": symbol " << i << " (" << x.name << " / " << y.name << ")";
+  }
+  return a;
+}
+
+const exports::Symbol *symbol(const exports::ObjectInfo &info, const std::string &name) {
+  for (const exports::Symbol &s : info.symbols)
+    if (s.name == name)
+      return &s;
+  return nullptr;
+}
+
+const char *kRichCxx = "struct Counter { int n; Counter() : n(7) {} };\n"
+                       "static Counter counter;\n"
+                       "thread_local int per_thread = 3;\n"
+                       "__attribute__((visibility(\"hidden\"))) int hidden_value = 5;\n"
+                       "extern \"C\" __attribute__((weak)) int weak_fn(int x) { return x; }\n"
+                       "extern \"C\" int defined_elsewhere(int);\n"
+                       "template <class T> T twice(T v) { return v + v; }\n"
+                       "extern \"C\" int rich(int x) {\n"
+                       "  return twice(x) + counter.n + per_thread + hidden_value + defined_elsewhere(x);\n"
+                       "}\n";
+
+} // namespace
+
+TEST(ImageElfObject, TheHostsObjectsReadAsLlvmReadsThem) {
+  for (const std::string triple : {"x86_64-linux-gnu", "aarch64-linux-gnu"}) {
+    SCOPED_TRACE(triple);
+    read_object_both(test::compile_c(triple, kKernel), "k.o");
+    Bytes rich = test::compile_with({HOTLINK_TEST_CLANG, "--target=" + triple, "-O1", "-fPIC", "-g",
+                                     "-ffunction-sections", "-fdata-sections", "-x", "c++", "-c"},
+                                    kRichCxx, ".o");
+    exports::ObjectInfo info = read_object_both(rich, "rich.o");
+    const exports::Symbol *tls = symbol(info, "per_thread"), *hidden = symbol(info, "hidden_value"),
+                          *weak = symbol(info, "weak_fn"), *undefined = symbol(info, "defined_elsewhere"),
+                          *rich_fn = symbol(info, "rich");
+    ASSERT_TRUE(tls && hidden && weak && undefined && rich_fn);
+    EXPECT_TRUE(tls->tls && tls->data && tls->writable);
+    EXPECT_TRUE(hidden->hidden && hidden->data);
+    EXPECT_TRUE(weak->weak && weak->function);
+    EXPECT_FALSE(undefined->defined);
+    EXPECT_TRUE(rich_fn->function && !rich_fn->data);
+    EXPECT_FALSE(symbol(info, "counter")) << "a local is not listed";
+    Bytes common = test::compile_c(triple,
+                                   "int shared_counter;\n"
+                                   "__attribute__((section(\".ctors\"))) void (*legacy_init)(void) = 0;\n"
+                                   "int use(void) { return shared_counter; }\n",
+                                   {"-fcommon"});
+    info = read_object_both(common, "common.o");
+    EXPECT_TRUE(info.startup_sections) << ".ctors is run by the startup objects";
+    const exports::Symbol *c = symbol(info, "shared_counter");
+    ASSERT_TRUE(c);
+    EXPECT_TRUE(c->common && c->data && c->writable);
+  }
+}
+
+TEST(ImageElfObject, WhatIsNotPlainIsLeftToLlvm) {
+  Bytes obj = test::compile_c("x86_64-linux-gnu", kKernel);
+  // Cut inside the section headers (at the end of the file).
+  Bytes cut(obj.begin(), obj.end() - 40);
+  EXPECT_FALSE(image::read_elf_object(cut.data(), cut.size(), "cut.o"));
+  EXPECT_FALSE(exports::read_object(cut.data(), cut.size(), "cut.o").ok());
+  // A GCC LTO object carries only GIMPLE: LLVM's reader refuses it by name.
+  Bytes slim = test::compile_c("x86_64-linux-gnu", "int __gnu_lto_slim = 1;\n");
+  EXPECT_FALSE(image::read_elf_object(slim.data(), slim.size(), "slim.o"));
+  auto refused = exports::read_object(slim.data(), slim.size(), "slim.o");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.error().message.find("GCC LTO"), std::string::npos) << refused.error().message;
+  // Other formats, other machines, linked images.
+  for (const std::string triple : {"x86_64-pc-windows-msvc", "i686-linux-gnu", "x86_64-apple-macos"}) {
+    Bytes other = test::compile_c(triple, kKernel);
+    EXPECT_FALSE(image::read_elf_object(other.data(), other.size(), "k.o")) << triple;
+  }
+  Bytes so = test::compile_so("x86_64-linux-gnu", kKernel);
+  EXPECT_FALSE(image::read_elf_object(so.data(), so.size(), "k.so"));
 }
