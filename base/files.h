@@ -27,6 +27,24 @@ bool read_exact(int fd, std::vector<std::uint8_t> &out, std::uint64_t size);
 // lock, which a remover takes before it unlinks the file.
 bool same_file(int fd, const std::string &path);
 
+// Liveness, told one way for every file a live process owns (a cache
+// temporary, a link's named temporary, a load directory's .lock): its
+// owner holds it locked (flock; on Windows, open for itself alone or
+// locked with LockFileEx) for as long as it lives, and the system drops
+// the lock however the owner ends. Neither a process id (reused, and
+// meaningless across containers that share a directory) nor an age (a
+// guess) is asked.
+//
+// Takes ownership of `fd`, just opened at `path` (POSIX): its exclusive
+// lock, held until `fd` is closed. False when another holds it, or when
+// `path` no longer names it (remove_if_abandoned took it between the open
+// and the lock): make it again.
+bool own_file(int fd, const std::string &path);
+// Removes `path` when no owner holds it; true when it was removed. The
+// removal happens under the lock, so that an owner that opened the file a
+// moment before finds it gone from its path when it locks it (own_file).
+bool remove_if_abandoned(const std::string &path);
+
 // Removes a directory and everything in it, FIFOs and sockets included
 // (llvm::sys::fs::remove_directories leaves those behind).
 void remove_tree(const std::string &dir);

@@ -81,6 +81,19 @@ bool same_file(int fd, const std::string &path) {
   return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
 }
 
+bool own_file(int fd, const std::string &path) {
+  return ::flock(fd, LOCK_EX | LOCK_NB) == 0 && same_file(fd, path);
+}
+
+bool remove_if_abandoned(const std::string &path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0)
+    return false;
+  bool removed = ::flock(fd, LOCK_EX | LOCK_NB) == 0 && same_file(fd, path) && ::unlink(path.c_str()) == 0;
+  ::close(fd);
+  return removed;
+}
+
 void remove_tree(const std::string &dir) {
   if (DIR *d = ::opendir(dir.c_str())) {
     while (struct dirent *e = ::readdir(d)) {
@@ -101,12 +114,22 @@ void remove_tree(const std::string &dir) {
 
 std::optional<FileError> write_file_atomically(const std::string &path, const void *data, std::size_t size,
                                                AtomicWrite how) {
-  std::string temp = path + unique_suffix();
-  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  std::string temp;
+  int fd = -1;
+  // A locked temporary is owned (own_file): one that a cleaner took
+  // between its creation and its lock is made again.
+  for (int attempt = 0; fd < 0 && attempt < 100; ++attempt) {
+    temp = path + unique_suffix();
+    fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0)
+      return FileError{"cannot create", errno, temp};
+    if (how.lock && !own_file(fd, temp)) {
+      ::close(fd);
+      fd = -1;
+    }
+  }
   if (fd < 0)
-    return FileError{"cannot create", errno, temp};
-  if (how.lock)
-    ::flock(fd, LOCK_EX);
+    return FileError{"cannot create", EAGAIN, temp};
   bool ok = ::fchmod(fd, how.mode) == 0 && write_all(fd, data, size);
   int e = errno;
   // A locked temporary stays locked (open) until it has its name: a

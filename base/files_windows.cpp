@@ -3,6 +3,7 @@
 // helpers (write_all, read_exact, same_file) are POSIX only: shared code
 // reads and writes through base/file_handle.h.
 #include "base/files.h"
+#include "base/file_handle.h"
 
 #include <cerrno>
 #include <filesystem>
@@ -55,6 +56,13 @@ std::optional<FileError> create_file(const std::string &path, const void *data, 
 void remove_tree(const std::string &dir) {
   std::error_code ec;
   std::filesystem::remove_all(std::filesystem::path(widen(dir)), ec);
+}
+
+// A live owner keeps its file open for itself alone (a locked temporary)
+// or locked (a .lock): either way this one cannot lock it.
+bool remove_if_abandoned(const std::string &path) {
+  FileHandle h = FileHandle::open(path, FileHandle::Access::Read);
+  return h && h.try_lock(FileHandle::Lock::Exclusive) && remove_file(path) == 0;
 }
 
 std::optional<FileError> write_file_atomically(const std::string &path, const void *data, std::size_t size,

@@ -200,11 +200,8 @@ Lookup Cache::Impl::find(const Key &k, bool touch, bool key_locked) {
   return out;
 }
 
-std::vector<Cache::Impl::Scanned> Cache::Impl::scan(std::vector<std::string> &old_temporaries) const {
+std::vector<Cache::Impl::Scanned> Cache::Impl::scan(std::vector<std::string> &temporaries) const {
   std::map<std::string, Scanned> keys;
-  std::int64_t now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                            std::chrono::system_clock::now().time_since_epoch())
-                            .count();
   std::vector<base::DirectoryEntry> top;
   int error = 0;
   if (!base::list_directory(cfg.dir, top, error))
@@ -226,8 +223,7 @@ std::vector<Cache::Impl::Scanned> Cache::Impl::scan(std::vector<std::string> &ol
         continue;
       std::string path = sdir + "/" + n, ext = n.substr(64);
       if (ext.find(".tmp-") != std::string::npos) {
-        if (now_ns - d.mtime_ns > std::chrono::duration_cast<std::chrono::nanoseconds>(kTemporaryGrace).count())
-          old_temporaries.push_back(path);
+        temporaries.push_back(path);
         continue;
       }
       Scanned &k = keys[n.substr(0, 64)];
@@ -299,13 +295,9 @@ std::optional<Error> Cache::Impl::store_locked(const Key &key, const Artifact &a
 
 void Cache::Impl::clean(std::vector<Scanned> &keys, const std::vector<std::string> &temporaries,
              PruneReport &r) const {
-  for (const std::string &t : temporaries) {
-    // A live writer holds its temporary locked (on Windows, open for
-    // itself alone): one that opens and locks here is a dead writer's.
-    FileHandle fd = FileHandle::open(t, FileHandle::Access::Read);
-    if (fd && fd.try_lock(FileHandle::Lock::Exclusive) && base::remove_file(t) == 0)
+  for (const std::string &t : temporaries)
+    if (base::remove_if_abandoned(t)) // a live writer holds its temporary locked
       ++r.temporaries_removed;
-  }
   for (Scanned &s : keys) {
     if (s.manifest)
       continue;

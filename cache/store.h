@@ -39,9 +39,6 @@ inline bool is_entry_file(const std::string &ext) {
   return false;
 }
 constexpr std::uint64_t kMaxManifestBytes = 16u << 20;
-// A temporary younger than this may belong to a writer that has created it
-// but not yet locked it; older and unlocked means its writer is gone.
-constexpr std::chrono::seconds kTemporaryGrace{10};
 constexpr std::chrono::seconds kAutoPruneInterval{3600};
 
 inline std::string errno_text(int e) { return std::strerror(e); }
@@ -146,8 +143,8 @@ struct HOTLINK_HIDDEN Cache::Impl {
     bool lock = false;
   };
 
-  // Every key's files, and the temporaries (full paths) older than the grace.
-  std::vector<Scanned> scan(std::vector<std::string> &old_temporaries) const;
+  // Every key's files, and the temporaries (full paths).
+  std::vector<Scanned> scan(std::vector<std::string> &temporaries) const;
 
   // Stores `a` with its manifest `m` under the key's lock, which the caller
   // holds (so its shard exists). Sets `over` when a limit is now exceeded
@@ -165,8 +162,8 @@ struct HOTLINK_HIDDEN Cache::Impl {
   // be refused by every consumer).
   void publish(const Key &k, const Artifact &a, const std::string &text);
 
-  // Removes temporaries whose writer is gone (their flock is free), and the
-  // files of keys that have no manifest and no builder.
+  // Removes temporaries whose writer is gone (base::remove_if_abandoned),
+  // and the files of keys that have no manifest and no builder.
   void clean(std::vector<Scanned> &keys, const std::vector<std::string> &temporaries,
              PruneReport &r) const;
 };

@@ -13,8 +13,9 @@
 #include <dirent.h>
 #include <mutex>
 #include <set>
-#include <signal.h>
+#include <vector>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -63,24 +64,24 @@ std::string temp_path(const std::string &dir, const std::string &base, int attem
          std::to_string(attempt) + ".tmp";
 }
 
-// Removes the named temporaries of `base` in `dir` whose process is gone
-// (a link killed before it renamed its output), so that they do not pile
-// up where the file system has no O_TMPFILE.
+// Removes the named temporaries of `base` in `dir` that no link holds (a
+// link holds its temporary locked until it is renamed: base::own_file), so
+// that those of killed links do not pile up.
 void sweep_dead_temporaries(const std::string &dir, const std::string &base) {
   std::string prefix = temp_prefix(base);
   DIR *d = ::opendir(dir.c_str());
   if (!d)
     return;
+  std::vector<std::string> found;
   while (struct dirent *e = ::readdir(d)) {
     std::string name = e->d_name;
-    if (name.compare(0, prefix.size(), prefix) != 0 || name.size() < 4 ||
-        name.compare(name.size() - 4, 4, ".tmp") != 0)
-      continue;
-    long pid = std::strtol(name.c_str() + prefix.size(), nullptr, 10);
-    if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)
-      ::unlinkat(::dirfd(d), name.c_str(), 0);
+    if (name.compare(0, prefix.size(), prefix) == 0 && name.size() >= 4 &&
+        name.compare(name.size() - 4, 4, ".tmp") == 0)
+      found.push_back(dir + "/" + name);
   }
   ::closedir(d);
+  for (const std::string &t : found)
+    base::remove_if_abandoned(t);
 }
 
 } // namespace
@@ -117,6 +118,8 @@ Expected<OutputReservation> OutputReservation::reserve(const std::string &path, 
   static const bool can_name = ::access("/proc/self/fd", X_OK) == 0;
   r.fd_ = can_name ? ::open(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600) : -1;
   if (r.fd_ >= 0) {
+    ::flock(r.fd_, LOCK_EX); // the name it gets at commit() is a live link's
+
     static std::mutex mu;
     static std::set<std::string> swept;
     std::lock_guard<std::mutex> lock(mu);
@@ -138,6 +141,10 @@ Expected<OutputReservation> OutputReservation::reserve(const std::string &path, 
     r.fd_ = ::open(r.temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (r.fd_ < 0 && errno != EEXIST)
       break;
+    if (r.fd_ >= 0 && !base::own_file(r.fd_, r.temp_)) { // another link's sweep took it first
+      ::close(r.fd_);
+      r.fd_ = -1;
+    }
   }
   if (r.fd_ < 0) {
     int e = errno;
@@ -206,12 +213,22 @@ std::optional<Error> OutputReservation::commit() {
     if (temp_.empty())
       return failed("cannot name", EEXIST);
   }
+  // Closed first (a file system may report a write error only then), while
+  // a second descriptor keeps the temporary locked until it is renamed:
+  // another link's sweep leaves it alone.
+  int held = ::dup(fd_);
+  const char *step = nullptr;
   int rc = ::close(fd_);
   fd_ = -1;
   if (rc != 0)
-    return failed("cannot close", errno);
-  if (::rename(temp_.c_str(), path_.c_str()) != 0)
-    return failed("cannot rename", errno);
+    step = "cannot close";
+  else if (::rename(temp_.c_str(), path_.c_str()) != 0)
+    step = "cannot rename";
+  int e = errno;
+  if (held >= 0)
+    ::close(held);
+  if (step)
+    return failed(step, e);
   temp_.clear();
   return std::nullopt;
 }

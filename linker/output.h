@@ -17,7 +17,8 @@ namespace hotlink::detail {
 // ever sees a partial artifact). The reserved file is unnamed (O_TMPFILE)
 // until commit(), so a killed link leaves nothing behind; where the file
 // system has none, a named temporary, and the next link of the same output
-// removes those of dead processes. An existing output that is not a regular
+// removes those that no link holds (a link holds its reservation locked
+// until it is renamed: base/files.h's own_file). An existing output that is not a regular
 // file (a device such as /dev/null, a FIFO) is written in place, as ld.lld
 // does, never replaced.
 class OutputReservation {

@@ -53,17 +53,20 @@ bool make_dirs(const std::string &path, mode_t mode) {
   return true;
 }
 
-// True when `dir`'s owner died: it holds a .lock its owner keeps flock'ed
-// for its lifetime (the kernel drops the lock however the owner dies). One
-// without a .lock is a directory whose owner died between making it and
-// locking it; it is left a minute for an owner that is still starting.
-bool abandoned(const std::string &dir, const struct stat &st) {
-  int fd = ::open((dir + "/.lock").c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0)
-    return errno == ENOENT && ::time(nullptr) - st.st_mtime > 60;
-  bool dead = ::flock(fd, LOCK_EX | LOCK_NB) == 0;
-  ::close(fd);
-  return dead;
+// A process's directory is owned by its .lock, which its owner holds for
+// its life (base::own_file). Takes `dir`'s .lock, making it where an owner
+// died before it made one: the descriptor, held while the caller removes
+// what it owned; -1 when a live owner holds it. An owner that made the
+// directory a moment before finds its .lock taken or gone, and makes
+// another (make_process_dir, lock_slot).
+int take_lock(const std::string &dir) {
+  std::string lock = dir + "/.lock";
+  int fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd >= 0 && base::own_file(fd, lock))
+    return fd;
+  if (fd >= 0)
+    ::close(fd);
+  return -1;
 }
 
 // make_dirs once per directory and process (a reload would otherwise make
@@ -101,18 +104,24 @@ std::vector<std::pair<std::string, struct stat>> process_dirs(const std::string 
 
 // A process's directory in `base` (mkdtemp: mode 0700), with its .lock held.
 std::string make_process_dir(const std::string &base, std::string &error) {
-  std::string templ = base + "/" + kPrefix + "XXXXXX";
-  std::vector<char> buf(templ.begin(), templ.end());
-  buf.push_back('\0');
-  if (!::mkdtemp(buf.data())) {
-    error = "cannot create a directory in " + base + ": " + std::strerror(errno);
-    return {};
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    std::string templ = base + "/" + kPrefix + "XXXXXX";
+    std::vector<char> buf(templ.begin(), templ.end());
+    buf.push_back('\0');
+    if (!::mkdtemp(buf.data())) {
+      error = "cannot create a directory in " + base + ": " + std::strerror(errno);
+      return {};
+    }
+    std::string path = buf.data(), lock = path + "/.lock";
+    int fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd >= 0 && base::own_file(fd, lock))
+      return path; // held (the fd stays open) for the process's life
+    if (fd >= 0)
+      ::close(fd);
+    // Another process's sweep took the new directory before its .lock was held.
   }
-  std::string path = buf.data();
-  int lock = ::open((path + "/.lock").c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (lock >= 0)
-    ::flock(lock, LOCK_EX); // held (the fd stays open) for the process's life
-  return path;
+  error = "cannot hold a directory in " + base + ": other processes keep removing them";
+  return {};
 }
 
 // The store's directories are slots, STORE/hotlink-load-N (N = 0, 1, ...):
@@ -149,7 +158,7 @@ int lock_slot(const std::string &dir, bool &busy, std::string &error) {
   }
   // A prune removes a dead slot's .lock while holding its lock: a lock
   // taken on a file that is no longer the slot's .lock owns nothing.
-  if (::flock(fd, LOCK_EX | LOCK_NB) != 0 || !base::same_file(fd, lock)) {
+  if (!base::own_file(fd, lock)) {
     ::close(fd);
     busy = true;
     return -1;
@@ -178,13 +187,11 @@ std::string adopt_slot(const std::string &store, std::string &error) {
 void remove_if_abandoned(const std::string &dir) {
   if (::rmdir(dir.c_str()) == 0)
     return;
-  int fd = ::open((dir + "/.lock").c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+  int fd = take_lock(dir);
   if (fd < 0)
     return;
-  if (::flock(fd, LOCK_EX | LOCK_NB) == 0) {
-    ::unlink((dir + "/.lock").c_str());
-    ::rmdir(dir.c_str()); // only when no image is left in it; else it stays, and its next owner makes a .lock
-  }
+  ::unlink((dir + "/.lock").c_str());
+  ::rmdir(dir.c_str()); // only when no image is left in it; else it stays, and its next owner makes a .lock
   ::close(fd);
 }
 
@@ -213,8 +220,10 @@ const CopyDirectory &tmp_directory() {
       if (d.path.empty())
         continue;
       for (const auto &[other, st] : process_dirs(b, d.path))
-        if (abandoned(other, st))
+        if (int held = take_lock(other); held >= 0) { // its owner is gone
           base::remove_tree(other);
+          ::close(held);
+        }
       break;
     }
     return d;

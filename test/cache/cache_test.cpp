@@ -773,17 +773,13 @@ TEST(CacheCrash, FiftyKillsDuringStoresLeaveNoVisiblePartialEntry) {
       }
     }
   }
-  // Later stores succeed; the dead writers' temporaries are cleaned once
-  // they are older than the grace period (backdated here).
+  // Later stores succeed; the dead writers' temporaries are cleaned at
+  // once: nobody holds their locks.
   auto c = open_cache(dir);
   ASSERT_FALSE(c->store(Key::of_caller("after"), artifact_of(Bytes(1000, 1))));
   EXPECT_TRUE(c->lookup(Key::of_caller("after")).entry);
   std::vector<std::string> files = files_in(dir);
   std::size_t temps = count_with(files, ".tmp-");
-  struct timespec old[2] = {{std::time(nullptr) - 3600, 0}, {std::time(nullptr) - 3600, 0}};
-  for (const std::string &f : files)
-    if (f.find(".tmp-") != std::string::npos)
-      ::utimensat(AT_FDCWD, (dir + "/" + f).c_str(), old, 0);
   cache::PruneReport pr = c->prune();
   EXPECT_EQ(pr.temporaries_removed, temps);
   EXPECT_EQ(count_with(files_in(dir), ".tmp-"), 0u);
@@ -927,6 +923,29 @@ TEST(CachePrune, RemovesFilesWithoutAManifestUnlessABuilderHoldsTheKey) {
   EXPECT_EQ(r.entries, 0u);
   ::close(lock);
   EXPECT_EQ(c->prune().orphans_removed, 1u);
+}
+
+// A writer's temporary is its own while it holds it locked, however old;
+// once nobody does, a prune removes it at once (no age is guessed).
+TEST(CachePrune, ATemporaryIsRemovedExactlyWhenNoWriterHoldsIt) {
+  std::string dir = new_cache_dir();
+  Key k = Key::of_caller("being written");
+  auto c = open_cache(dir);
+  ASSERT_FALSE(c->store(k, artifact_of(Bytes(3000, 1))));
+  std::string temp = entry_file(dir, k.hex(), ".a.tmp-1-0");
+  test::write_file(temp, Bytes(10, 1));
+  int writer = ::open(temp.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(writer, 0);
+  ASSERT_EQ(::flock(writer, LOCK_EX), 0); // a live writer, as write_file_atomically holds it
+  struct timespec old[2] = {{std::time(nullptr) - 7200, 0}, {std::time(nullptr) - 7200, 0}};
+  ASSERT_EQ(::utimensat(AT_FDCWD, temp.c_str(), old, 0), 0);
+  EXPECT_EQ(c->prune().temporaries_removed, 0u);
+  EXPECT_TRUE(test::exists(temp)) << "a live writer's temporary was removed";
+  ::close(writer); // the writer is gone: its fresh temporary goes now
+  ASSERT_EQ(::utimensat(AT_FDCWD, temp.c_str(), nullptr, 0), 0);
+  EXPECT_EQ(c->prune().temporaries_removed, 1u);
+  EXPECT_FALSE(test::exists(temp));
+  EXPECT_TRUE(c->lookup(k).entry);
 }
 
 TEST(CachePrune, OpeningADirectoryNotPrunedForAnHourPrunesIt) {

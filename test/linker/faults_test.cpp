@@ -19,6 +19,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -206,6 +207,31 @@ TEST(Fault, AKilledLinkLeavesNothingInTheOutputDirectory) {
     EXPECT_EQ(f, "big.so") << "a killed link left " << f;
   // Some kills must land inside the link for the test to mean anything.
   EXPECT_LT(completed, 12) << "every link finished before its kill";
+}
+
+// A link's named temporary beside its output is its own while it holds it
+// locked: another link's sweep removes only those nobody holds. (It went
+// by the process id in the name, which another PID namespace sharing the
+// directory, such as a container's, can make look dead.)
+TEST(Fault, ASweepRemovesOnlyTemporariesNoLinkHolds) {
+  std::string dir = test::temp_dir() + "/sweep";
+  ASSERT_EQ(::mkdir(dir.c_str(), 0700), 0);
+  std::string in = dir + "/k.o", out = dir + "/k.so";
+  test::write_file(in, kernel(1));
+  // Process ids no process has here: the names of a live link in another
+  // namespace and of a killed one.
+  std::string live = dir + "/.k.so.hotlink-999999991-5-0.tmp", dead = dir + "/.k.so.hotlink-999999992-5-0.tmp";
+  test::write_file(live, Bytes(10, 1));
+  test::write_file(dead, Bytes(10, 2));
+  int holder = ::open(live.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(holder, 0);
+  ASSERT_EQ(::flock(holder, LOCK_EX), 0);
+  test::Run r = test::run({test::bin_dir() + "/hotlink", "link", "-o", out, in});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(test::exists(live)) << "a live link's temporary was swept";
+  EXPECT_FALSE(test::exists(dead)) << "a killed link's temporary was left";
+  EXPECT_TRUE(test::exists(out));
+  ::close(holder);
 }
 
 TEST(Fault, OutputDirectoryRemovedMidLinkIsAnOutputError) {
