@@ -27,10 +27,12 @@ Error unsafe(const std::string &dir, const std::string &why) {
                         dir + ")");
 }
 
-// The directory, made (0700, with its parents) when missing and `create`.
-std::optional<Error> make_directory(const Config &config) {
+// The directory, made (0700, with its parents) when missing and `create`;
+// `found` is what it is then.
+std::optional<Error> make_directory(const Config &config, base::FileIdentity &found) {
   const std::string &dir = config.dir;
-  if (base::identify_file(dir).exists)
+  found = base::identify_file(dir);
+  if (found.exists)
     return std::nullopt;
   if (!config.create)
     return make_error(ErrorCode::InputNotFound, "no cache directory here", dir, {},
@@ -44,11 +46,12 @@ std::optional<Error> make_directory(const Config &config) {
   if (int e = base::make_directory(dir); e != 0 && e != EEXIST)
     return make_error(ErrorCode::CacheError, "cannot create: " + errno_text(e), dir, {},
                       "choose a directory you can create");
+  found = base::identify_file(dir);
   return std::nullopt;
 }
 
-std::optional<Error> check_private(const std::string &dir) {
-  if (!base::identify_file(dir).directory)
+std::optional<Error> check_private(const std::string &dir, const base::FileIdentity &found) {
+  if (!found.directory)
     return make_error(ErrorCode::CacheError, "is not a directory", dir, {}, "name a directory for the cache");
   if (auto why = base::writable_by_others(dir))
     return unsafe(dir, "the cache directory " + *why);
@@ -166,9 +169,10 @@ Expected<std::shared_ptr<Cache>> Cache::open(Config config) {
   while (abs.size() > 1 && (abs.back() == '/' || abs.back() == '\\') && abs[abs.size() - 2] != ':')
     abs.pop_back();
   config.dir = abs;
-  if (auto err = make_directory(config))
+  base::FileIdentity found;
+  if (auto err = make_directory(config, found))
     return std::move(*err);
-  if (auto err = check_private(config.dir))
+  if (auto err = check_private(config.dir, found))
     return std::move(*err);
   auto impl = std::make_unique<Impl>();
   impl->cfg = std::move(config);

@@ -52,11 +52,13 @@ struct CopyDirectory {
 // The directory for `options`' copies (made once per store, per process).
 const CopyDirectory &copy_directory(const LoadOptions &options);
 
-// A copy at `path` was written and mapped: link it by build-id (the
-// caller's `build_id`, read from the bytes when null), count it against
-// the bound, and protect it from pruning while it is mapped.
+// A copy at `path` was mapped: when it was `written` now (not reused),
+// link it by build-id (the caller's `build_id`, read from the bytes when
+// null; a reused copy has its links: they are names of its inode, which a
+// prune removes together) and count it against the bound; protect it from
+// pruning while it is mapped.
 void kept(const CopyDirectory &dir, const std::string &path, const std::vector<std::uint8_t> &bytes,
-          const std::string *build_id, const LoadOptions &options);
+          const std::string *build_id, bool written, const LoadOptions &options);
 // When the taken name `path`, in a directory of the store, holds a copy of
 // these same bytes that an earlier owner of the directory left (names
 // repeat from one owner to the next), it serves as this load's copy: its

@@ -40,6 +40,12 @@ std::map<std::string, std::uint64_t> g_written_bytes; // per store, since its la
 
 // --- Directories ---------------------------------------------------------------------
 
+// This process's user, asked once (a load would otherwise ask at each copy).
+uid_t my_uid() {
+  static const uid_t uid = ::getuid();
+  return uid;
+}
+
 bool make_dirs(const std::string &path, mode_t mode) {
   struct stat st;
   if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) // the usual case: one system call
@@ -94,7 +100,7 @@ std::vector<std::pair<std::string, struct stat>> process_dirs(const std::string 
     std::string dir = base + "/" + n;
     struct stat st;
     if (n.rfind(kPrefix, 0) != 0 || dir == mine || ::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) ||
-        st.st_uid != ::getuid())
+        st.st_uid != my_uid())
       continue;
     out.push_back({dir, st});
   }
@@ -251,12 +257,16 @@ std::string store_path(const LoadOptions &options) {
 
 // Why the store cannot hold images the dynamic loader maps, or "".
 std::string unusable(const std::string &store) {
-  if (!make_dirs(store, 0700))
-    return std::string("cannot create it: ") + std::strerror(errno);
   struct stat st;
-  if (::lstat(store.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+  if (::lstat(store.c_str(), &st) != 0) { // the usual case: one system call for a store that is there
+    if (!make_dirs(store, 0700))
+      return std::string("cannot create it: ") + std::strerror(errno);
+    if (::lstat(store.c_str(), &st) != 0)
+      return std::string("cannot read it: ") + std::strerror(errno);
+  }
+  if (!S_ISDIR(st.st_mode))
     return "it is not a directory";
-  if (st.st_uid != ::getuid())
+  if (st.st_uid != my_uid())
     return "it belongs to another user";
   if ((st.st_mode & 0777) != 0700 && ::chmod(store.c_str(), 0700) != 0)
     return "its mode is not 0700 and cannot be made so";
@@ -374,9 +384,14 @@ const CopyDirectory &copy_directory(const LoadOptions &options) {
 }
 
 void kept(const CopyDirectory &dir, const std::string &path, const std::vector<std::uint8_t> &bytes,
-          const std::string *build_id, const LoadOptions &options) {
+          const std::string *build_id, bool written, const LoadOptions &options) {
   if (!dir.kept)
     return;
+  if (!written) {
+    std::lock_guard<std::mutex> lock(g_mu);
+    g_mapped.insert(path);
+    return;
+  }
   Expected<std::string> id = build_id ? Expected<std::string>(*build_id)
                                       : image::read_elf_build_id(bytes.data(), bytes.size(), path);
   if (id && id->size() > 2) {
@@ -397,10 +412,10 @@ void kept(const CopyDirectory &dir, const std::string &path, const std::vector<s
   }
   std::lock_guard<std::mutex> lock(g_mu);
   g_mapped.insert(path);
-  std::uint64_t &written = g_written_bytes[dir.store];
-  written += bytes.size();
-  if (written > options.keep_max_bytes / 4) { // a quarter of the bound since the last look
-    written = 0;
+  std::uint64_t &since = g_written_bytes[dir.store];
+  since += bytes.size();
+  if (since > options.keep_max_bytes / 4) { // a quarter of the bound since the last look
+    since = 0;
     prune_locked(dir.store, dir.path, options);
   }
 }
@@ -413,7 +428,7 @@ bool reuse(const CopyDirectory &dir, const std::string &path, const std::vector<
     return false;
   struct stat st;
   std::vector<std::uint8_t> there;
-  bool same = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::getuid() && (st.st_mode & 0222) == 0 &&
+  bool same = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == my_uid() && (st.st_mode & 0222) == 0 &&
               st.st_mtim.tv_sec * 1000000000ll + st.st_mtim.tv_nsec < dir.taken_ns &&
               std::uint64_t(st.st_size) == bytes.size() && base::read_exact(fd, there, bytes.size()) &&
               there == bytes && ::futimens(fd, nullptr) == 0;

@@ -136,7 +136,7 @@ Expected<std::unique_ptr<Library>> load_copy(const std::vector<std::uint8_t> &by
   }
   find_ranges(lib->handle_, lib->base_, lib->ranges_);
   lib->kept_ = dir.kept;
-  store::kept(dir, lib->copy_path_, bytes, build_id, options);
+  store::kept(dir, lib->copy_path_, bytes, build_id, /*written=*/!reused, options);
   return lib;
 }
 
