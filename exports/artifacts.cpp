@@ -199,9 +199,12 @@ std::optional<Error> coff_imports(const COFFObjectFile &c, const std::string &na
 }
 
 // A cubin (ELF for EM_CUDA, loaded by the CUDA driver as a module): no
-// dynamic symbols; its kernels and device functions are the global
-// functions of its symbol table, and an undefined global is what the link
-// left unresolved.
+// dynamic symbols; what it exports are its kernels, the global functions
+// marked as entries (STO_CUDA_ENTRY: what cuModuleGetFunction finds; a
+// global __device__ function is not one), and an undefined global is what
+// the link left unresolved.
+constexpr std::uint8_t kCudaEntry = 0x10; // STO_CUDA_ENTRY in st_other
+
 std::optional<Error> cubin_symbols(const ELFObjectFileBase &e, const std::string &name, ArtifactInfo &info) {
   for (const ELFSymbolRef &s : e.symbols()) {
     auto fl = s.getFlags();
@@ -216,7 +219,7 @@ std::optional<Error> cubin_symbols(const ELFObjectFileBase &e, const std::string
       continue;
     if (*fl & SymbolRef::SF_Undefined)
       info.imports.push_back(nm->str());
-    else if (s.getELFType() == ELF::STT_FUNC)
+    else if (s.getELFType() == ELF::STT_FUNC && (s.getOther() & kCudaEntry))
       info.exports.push_back(nm->str());
   }
   return std::nullopt;
