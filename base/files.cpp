@@ -1,6 +1,7 @@
 // What base/files.h does the same way on every host; files_posix.cpp and
 // files_windows.cpp hold the rest.
 #include "base/files.h"
+#include "base/pending_file.h"
 
 #include <atomic>
 #include <cstdint>
@@ -25,5 +26,15 @@ std::string unique_suffix() {
 }
 
 std::string FileError::to_string() const { return std::string(step) + ": " + std::strerror(errnum); }
+
+std::optional<FileError> write_file_atomically(const std::string &path, const void *data, std::size_t size,
+                                               Publish how) {
+  PendingFile file;
+  if (auto failed = PendingFile::reserve(path, how, file))
+    return failed;
+  if (auto failed = file.write(data, size))
+    return failed;
+  return file.commit();
+}
 
 } // namespace hotlink::base

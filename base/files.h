@@ -53,11 +53,11 @@ void remove_tree(const std::string &dir);
 // suffix of a temporary written beside its destination.
 std::string unique_suffix();
 
-struct AtomicWrite {
-  unsigned mode = 0600;   // the file's mode (fchmod'ed: the umask is not applied)
-  bool replace = true;    // false: an existing path is never replaced (EEXIST)
-  bool lock = false;      // flock the temporary until it is renamed (the
-                          // cache tells a live writer's temporaries by it)
+// How a file is published (base/pending_file.h, write_file_atomically).
+struct Publish {
+  unsigned mode = 0600;  // the published file's mode (POSIX)
+  bool umask = false;    // less the process's umask, as a linker's outputs are
+  bool replace = true;   // false: an existing path is refused (EEXIST)
 };
 
 struct FileError {
@@ -67,12 +67,11 @@ struct FileError {
   std::string to_string() const; // "cannot write: No space left on device"
 };
 
-// Writes `size` bytes to `path` so that it appears complete or not at all:
-// a temporary in the same directory, then rename (or, without `replace`,
-// link, which refuses an existing path). The temporary never outlives the
-// call.
+// Writes `size` bytes to `path` so that it appears complete or not at all
+// (base/pending_file.h, in one call): `how`'s mode, replacing what is
+// there unless !how.replace (EEXIST then).
 std::optional<FileError> write_file_atomically(const std::string &path, const void *data, std::size_t size,
-                                               AtomicWrite how = {});
+                                               Publish how = {});
 
 // Creates `path` only when nothing has that name (EEXIST otherwise: of
 // several processes creating it at once, exactly one does), owner-only,

@@ -112,49 +112,6 @@ void remove_tree(const std::string &dir) {
   ::rmdir(dir.c_str());
 }
 
-std::optional<FileError> write_file_atomically(const std::string &path, const void *data, std::size_t size,
-                                               AtomicWrite how) {
-  std::string temp;
-  int fd = -1;
-  // A locked temporary is owned (own_file): one that a cleaner took
-  // between its creation and its lock is made again.
-  for (int attempt = 0; fd < 0 && attempt < 100; ++attempt) {
-    temp = path + unique_suffix();
-    fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0)
-      return FileError{"cannot create", errno, temp};
-    if (how.lock && !own_file(fd, temp)) {
-      ::close(fd);
-      fd = -1;
-    }
-  }
-  if (fd < 0)
-    return FileError{"cannot create", EAGAIN, temp};
-  bool ok = ::fchmod(fd, how.mode) == 0 && write_all(fd, data, size);
-  int e = errno;
-  // A locked temporary stays locked (open) until it has its name: a
-  // pruner removes only temporaries nobody holds.
-  if (!how.lock && ::close(fd) != 0 && ok) {
-    ok = false;
-    e = errno;
-  }
-  if (!ok) {
-    if (how.lock)
-      ::close(fd);
-    ::unlink(temp.c_str());
-    return FileError{"cannot write", e, path};
-  }
-  int r = how.replace ? ::rename(temp.c_str(), path.c_str()) : ::link(temp.c_str(), path.c_str());
-  e = errno;
-  if (how.lock)
-    ::close(fd);
-  if (r != 0 || !how.replace)
-    ::unlink(temp.c_str());
-  if (r != 0)
-    return FileError{how.replace ? "cannot rename into place" : "cannot create", e, path};
-  return std::nullopt;
-}
-
 FileIdentity identify_file(const std::string &path) {
   FileIdentity id;
   struct stat st;

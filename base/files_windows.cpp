@@ -65,46 +65,6 @@ bool remove_if_abandoned(const std::string &path) {
   return h && h.try_lock(FileHandle::Lock::Exclusive) && remove_file(path) == 0;
 }
 
-std::optional<FileError> write_file_atomically(const std::string &path, const void *data, std::size_t size,
-                                               AtomicWrite how) {
-  // The mode has no Windows meaning: the file gets its directory's ACL.
-  std::string temp = path + unique_suffix();
-  std::wstring wtemp = widen(temp), wpath = widen(path);
-  // FILE_SHARE_DELETE: a locked temporary (how.lock) is renamed while open.
-  HANDLE h = CreateFileW(wtemp.c_str(), GENERIC_WRITE, FILE_SHARE_DELETE, nullptr, CREATE_NEW, FILE_ATTRIBUTE_NORMAL,
-                         nullptr);
-  if (h == INVALID_HANDLE_VALUE)
-    return FileError{"cannot create", errno_of_windows(GetLastError()), temp};
-  const auto *p = static_cast<const std::uint8_t *>(data);
-  bool ok = true;
-  DWORD e = 0;
-  for (std::size_t done = 0; ok && done < size;) {
-    DWORD chunk = static_cast<DWORD>(std::min<std::size_t>(size - done, 1u << 30)), wrote = 0;
-    ok = WriteFile(h, p + done, chunk, &wrote, nullptr) && wrote > 0;
-    e = ok ? 0 : GetLastError();
-    done += wrote;
-  }
-  if (!how.lock)
-    CloseHandle(h);
-  if (!ok) {
-    if (how.lock)
-      CloseHandle(h);
-    DeleteFileW(wtemp.c_str());
-    return FileError{"cannot write", errno_of_windows(e), path};
-  }
-  // Without MOVEFILE_REPLACE_EXISTING an existing path is refused, as
-  // link() refuses it on POSIX.
-  bool moved = MoveFileExW(wtemp.c_str(), wpath.c_str(), how.replace ? MOVEFILE_REPLACE_EXISTING : 0);
-  e = moved ? 0 : GetLastError();
-  if (how.lock)
-    CloseHandle(h);
-  if (!moved) {
-    DeleteFileW(wtemp.c_str());
-    return FileError{how.replace ? "cannot rename into place" : "cannot create", errno_of_windows(e), path};
-  }
-  return std::nullopt;
-}
-
 namespace {
 
 // FILETIME counts 100 ns steps from 1601; hotlink's times count ns from 1970.

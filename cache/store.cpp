@@ -45,9 +45,7 @@ std::optional<Error> Cache::Impl::ensure_shard(const Key &k) const {
 
 std::optional<Error> Cache::Impl::write_atomic(const std::string &path, const void *data,
                                     std::size_t size) const {
-  base::AtomicWrite how;
-  how.lock = true; // marks the temporary as owned by a live writer
-  auto failed = base::write_file_atomically(path, data, size, how);
+  auto failed = base::write_file_atomically(path, data, size); // 0600, held by this writer until renamed
   if (!failed)
     return std::nullopt;
   return make_error(ErrorCode::CacheError, failed->to_string(), failed->path, {},

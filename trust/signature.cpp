@@ -70,7 +70,7 @@ Expected<std::string> read_small_file(const std::string &path, const char *what)
 // (an existing key is never replaced by accident).
 std::optional<Error> write_file(const std::string &path, const std::string &text, unsigned mode,
                                 bool overwrite) {
-  base::AtomicWrite how;
+  base::Publish how;
   how.mode = mode;
   how.replace = overwrite;
   auto failed = base::write_file_atomically(path, text.data(), text.size(), how);

@@ -220,7 +220,7 @@ TEST(Fault, ASweepRemovesOnlyTemporariesNoLinkHolds) {
   test::write_file(in, kernel(1));
   // Process ids no process has here: the names of a live link in another
   // namespace and of a killed one.
-  std::string live = dir + "/.k.so.hotlink-999999991-5-0.tmp", dead = dir + "/.k.so.hotlink-999999992-5-0.tmp";
+  std::string live = dir + "/k.so.tmp-999999991-00000000000000a1", dead = dir + "/k.so.tmp-999999992-00000000000000a2";
   test::write_file(live, Bytes(10, 1));
   test::write_file(dead, Bytes(10, 2));
   int holder = ::open(live.c_str(), O_RDONLY | O_CLOEXEC);
