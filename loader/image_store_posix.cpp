@@ -36,6 +36,10 @@ constexpr const char *kPruneStamp = "/.pruned"; // its mtime: the last prune
 
 std::mutex g_mu; // everything below
 std::set<std::string> g_mapped;                       // this process's mapped copies
+// Copies this process mapped and has unmapped since, by the process that
+// did (a forked child inherits the parent's, and may not reuse them: the
+// parent may map them again, and forwarding writes into a mapped copy).
+std::map<std::string, pid_t> g_released;
 std::map<std::string, std::uint64_t> g_written_bytes; // per store, since its last prune
 
 // --- Directories ---------------------------------------------------------------------
@@ -423,13 +427,21 @@ void kept(const CopyDirectory &dir, const std::string &path, const std::vector<s
 bool reuse(const CopyDirectory &dir, const std::string &path, const std::vector<std::uint8_t> &bytes) {
   if (!dir.kept)
     return false;
+  bool released = false;
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    if (g_mapped.count(path))
+      return false; // mapped now: a second dlopen of it would be the same library
+    auto r = g_released.find(path);
+    released = r != g_released.end() && r->second == ::getpid();
+  }
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0)
     return false;
   struct stat st;
   std::vector<std::uint8_t> there;
   bool same = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == my_uid() && (st.st_mode & 0222) == 0 &&
-              st.st_mtim.tv_sec * 1000000000ll + st.st_mtim.tv_nsec < dir.taken_ns &&
+              (released || st.st_mtim.tv_sec * 1000000000ll + st.st_mtim.tv_nsec < dir.taken_ns) &&
               std::uint64_t(st.st_size) == bytes.size() && base::read_exact(fd, there, bytes.size()) &&
               there == bytes && ::futimens(fd, nullptr) == 0;
   ::close(fd);
@@ -439,6 +451,7 @@ bool reuse(const CopyDirectory &dir, const std::string &path, const std::vector<
 void unmapped(const std::string &path) {
   std::lock_guard<std::mutex> lock(g_mu);
   g_mapped.erase(path);
+  g_released[path] = ::getpid();
 }
 
 } // namespace hotlink::loader::store

@@ -96,11 +96,10 @@ Expected<std::unique_ptr<Library>> load_copy(const std::vector<std::uint8_t> &by
   std::string file = clean(options.file_name.empty() ? copy_file_name(name, options.version, blake3_hex(bytes))
                                                      : options.file_name);
   // The name is taken when this process (or a forked child, which shares
-  // the directory) loaded the same bytes as the same version before and
-  // maps that copy, or when an earlier owner of the store's directory left
-  // other bytes under it: then NAME.vN.<hash>.K.so, K = 2, 3, ... An
-  // earlier owner's copy of the same bytes is this load's copy
-  // (store::reuse).
+  // the directory) maps a copy of the same bytes under it, or when another
+  // copy is there: then NAME[.vN].<hash>.K.so, K = 2, 3, ... A copy of the
+  // same bytes that an earlier owner left, or that this process has
+  // unmapped, is this load's copy (store::reuse).
   int fd = -1;
   bool reused = false;
   auto [stem, ext] = split_extension(file);

@@ -2,7 +2,6 @@
 #include "loader/halide_abi.h"
 #include "loader/platform.h"
 
-#include <atomic>
 #include <string>
 
 namespace hotlink::loader {
@@ -18,10 +17,8 @@ std::pair<std::string, std::string> split_extension(const std::string &file) {
 }
 
 std::string copy_file_name(const std::string &name, std::uint64_t version, const std::string &hash) {
-  static std::atomic<std::uint64_t> count{0};
   auto [stem, ext] = split_extension(name.substr(name.rfind('/') + 1));
-  std::string number = version ? "v" + std::to_string(version) : std::to_string(++count);
-  return stem + "." + number + "." + hash.substr(0, 8) + ext;
+  return stem + "." + (version ? "v" + std::to_string(version) + "." : std::string()) + hash.substr(0, 8) + ext;
 }
 
 Expected<VerifiedLibrary> load_verified(const std::vector<std::uint8_t> &bytes, const std::string &name,

@@ -14,8 +14,10 @@ namespace hotlink::loader {
 std::pair<std::string, std::string> split_extension(const std::string &file);
 
 // A private copy's file name: NAME.vN.<hash>.EXT for a HotModule's version
-// N (LoadOptions::version), else NAME.K.<hash>.EXT, K a per-process count;
-// the first 8 hex digits of `hash`, the artifact's identity.
+// N (LoadOptions::version), else NAME.<hash>.EXT; the first 8 hex digits
+// of `hash`, the artifact's identity. A name that is taken gets .K before
+// its extension (K = 2, 3, ...), unless its copy can serve again
+// (store::reuse).
 std::string copy_file_name(const std::string &name, std::uint64_t version, const std::string &hash);
 
 // load_private, given the image's build-id when the caller has read it

@@ -5,7 +5,7 @@
 //   and the linker alike); nothing here maps bytes that were not.
 // - load_private() maps a private copy: a uniquely named real file (on
 //   Linux in a directory the process holds, mode 0700: in the post-mortem
-//   store by default, else on tmpfs; named NAME.N.<hash>.so; on Windows a
+//   store by default, else on tmpfs; named NAME.<hash>.so; on Windows a
 //   directory per copy, with the DLL's PDB beside it), so the same path can be loaded again and again, a writer can
 //   replace the published file while an old version is mapped, the dynamic
 //   loader never hands back a stale image, and debuggers and profilers
@@ -35,9 +35,12 @@ namespace hotlink::loader {
 using trust::blake3_hex; // hotlink/blake3.h: the one BLAKE3 helper
 
 struct HOTLINK_API LoadOptions {
-  // The private copy's file name. Empty: NAME.N.<hash>.EXT from the
-  // artifact's name, a per-process count and the first 8 hex digits of the
-  // bytes' hash (HotModule names versions NAME.vN.<hash>.EXT).
+  // The private copy's file name. Empty: NAME.<hash>.EXT from the
+  // artifact's name and the first 8 hex digits of the bytes' hash
+  // (HotModule names versions NAME.vN.<hash>.EXT); NAME.<hash>.K.EXT while
+  // another copy has that name. A kept copy of the same bytes that is not
+  // mapped now serves again: a process that loads the same bytes over and
+  // over keeps as many copies as it maps at once.
   std::string file_name;
   // Post-mortem (loader/image_store.h): on by default, each copy is written
   // into a per-user store and stays there after it is unmapped and after
@@ -51,7 +54,7 @@ struct HOTLINK_API LoadOptions {
   std::uint64_t keep_max_bytes = 256ull << 20;
   std::chrono::seconds keep_max_age{14 * 24 * 3600};
   // A HotModule's version number: with no file_name the copy is then
-  // named NAME.vN.<hash>.EXT (0: NAME.K.<hash>.EXT, K a per-process count).
+  // named NAME.vN.<hash>.EXT (0: NAME.<hash>.EXT).
   std::uint64_t version = 0;
 };
 

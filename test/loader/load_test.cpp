@@ -146,6 +146,45 @@ TEST(Load, TheSamePathLoadsAgainWhileTheOldCopyStaysMapped) {
   EXPECT_EQ(tag2(), 2); // and the loader did not hand back a cached one
 }
 
+// A JIT's cache hits load the same bytes over and over: the post-mortem
+// store keeps as many copies as are mapped at once (each load maps a copy
+// of its own), not one per load; a copy whose bytes changed is not reused.
+TEST(Load, TheSameBytesLoadedOverAndOverKeepOneCopyPerLibraryMappedAtOnce) {
+  LoadOptions o;
+  o.keep_images = test::temp_dir() + "/kept";
+  Bytes so = kernel(3);
+  auto call = [](const Library &lib) { return reinterpret_cast<int (*)(int)>(lib.symbol("f"))(1); };
+  std::string first, second;
+  {
+    auto a = load_private(so, "k.so", o), b = load_private(so, "k.so", o);
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_NE(a.value()->path(), b.value()->path()) << "two libraries mapped at once share a copy";
+    EXPECT_EQ(call(*a.value()), call(*b.value()));
+    first = a.value()->path();
+    second = b.value()->path();
+  }
+  for (int i = 0; i < 50; ++i) {
+    auto again = load_private(so, "k.so", o);
+    ASSERT_TRUE(again.ok()) << again.error().to_string();
+    EXPECT_EQ(again.value()->path(), first) << "load " << i << " wrote a new copy";
+    EXPECT_EQ(call(*again.value()), call(*load_private(so, "k.so", o).value()));
+  }
+  std::vector<std::string> files = test::files_in(o.keep_images);
+  EXPECT_EQ(test::count_with(files, "k."), 2u) << "the store holds a copy per load";
+  // A copy whose bytes changed after it was unmapped (forwarding writes
+  // into a mapped copy) is never mapped again.
+  ASSERT_EQ(::chmod(first.c_str(), 0700), 0);
+  {
+    int fd = ::open(first.c_str(), O_WRONLY);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::pwrite(fd, "X", 1, static_cast<off_t>(so.size() - 1)), 1);
+    ::close(fd);
+  }
+  auto after = load_private(so, "k.so", o);
+  ASSERT_TRUE(after.ok());
+  EXPECT_NE(after.value()->path(), first);
+}
+
 TEST(Load, AbiCheckAcceptsTheExpectedMetadataAndNamesTheFirstDifference) {
   auto good = load_private(kernel(1), "k.so");
   ASSERT_TRUE(good.ok());
