@@ -12,9 +12,8 @@
 //   leaves nothing (unnamed) or a temporary nobody holds.
 // - commit() gives it its mode and publishes it at the path: by rename
 //   (replacing what is there), or, without `replace`, only if nothing has
-//   the name (EEXIST otherwise). It is named from the start only where it
-//   has to be: an unnamed file is linked under a temporary name just
-//   before its rename, and held locked across it.
+//   the name (EEXIST otherwise). An unnamed file gets a temporary name
+//   just before, and is held locked until it has its path.
 // - A PendingFile destroyed before commit() removes what it made.
 // - Failures return the step and errno (FileError); the caller builds its
 //   own Error, naming its own path.

@@ -97,16 +97,9 @@ std::optional<FileError> PendingFile::write(const void *data, std::size_t size) 
 std::optional<FileError> PendingFile::commit() {
   ::fchmod(fd(), how_.mode & ~(how_.umask ? process_umask() : 0u));
   if (temp_.empty()) {
+    // A temporary name beside the path, then the path, as a named
+    // temporary's (closed first, so that a failed close publishes nothing).
     std::string proc = "/proc/self/fd/" + std::to_string(fd());
-    if (!how_.replace) { // its name at once, or EEXIST
-      if (::linkat(AT_FDCWD, proc.c_str(), AT_FDCWD, path_.c_str(), AT_SYMLINK_FOLLOW) != 0)
-        return FileError{"cannot create", errno, path_};
-      int rc = ::close(fd());
-      native_ = -1;
-      return rc == 0 ? std::nullopt : std::optional<FileError>(FileError{"cannot close", errno, path_});
-    }
-    // A temporary name beside the path, then the path: rename() replaces
-    // atomically, linkat() cannot.
     for (int attempt = 0; attempt < 100 && temp_.empty(); ++attempt) {
       std::string t = path_ + unique_suffix();
       if (::linkat(AT_FDCWD, proc.c_str(), AT_FDCWD, t.c_str(), AT_SYMLINK_FOLLOW) == 0)
