@@ -22,6 +22,9 @@
 
 namespace hotlink::base {
 
+// Where a lock lies on Windows: one byte at 2^62, past any data.
+constexpr std::uint64_t kWindowsLockOffset = std::uint64_t(1) << 62;
+
 class FileHandle {
 public:
   enum class Access {

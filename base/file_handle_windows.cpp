@@ -13,7 +13,6 @@ namespace hotlink::base {
 
 namespace {
 
-constexpr DWORD kLockOffsetHigh = 0x40000000; // 2^62: past any data
 constexpr DWORD kShareAll = FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE;
 
 HANDLE as_handle(std::intptr_t h) { return reinterpret_cast<HANDLE>(h); }
@@ -59,7 +58,7 @@ void FileHandle::reset() {
 }
 
 bool FileHandle::try_lock(Lock lock) {
-  OVERLAPPED o = at(std::uint64_t(kLockOffsetHigh) << 32);
+  OVERLAPPED o = at(kWindowsLockOffset);
   DWORD flags = LOCKFILE_FAIL_IMMEDIATELY | (lock == Lock::Exclusive ? LOCKFILE_EXCLUSIVE_LOCK : 0);
   if (LockFileEx(as_handle(native_), flags, 0, 1, 0, &o))
     return true;
@@ -69,7 +68,7 @@ bool FileHandle::try_lock(Lock lock) {
 }
 
 bool FileHandle::lock(Lock lock) {
-  OVERLAPPED o = at(std::uint64_t(kLockOffsetHigh) << 32);
+  OVERLAPPED o = at(kWindowsLockOffset);
   if (LockFileEx(as_handle(native_), lock == Lock::Exclusive ? LOCKFILE_EXCLUSIVE_LOCK : 0, 0, 1, 0, &o))
     return true;
   error_ = errno_of_windows(GetLastError());
@@ -77,7 +76,7 @@ bool FileHandle::lock(Lock lock) {
 }
 
 void FileHandle::unlock() {
-  OVERLAPPED o = at(std::uint64_t(kLockOffsetHigh) << 32);
+  OVERLAPPED o = at(kWindowsLockOffset);
   UnlockFileEx(as_handle(native_), 0, 1, 0, &o);
 }
 

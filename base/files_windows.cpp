@@ -58,8 +58,8 @@ void remove_tree(const std::string &dir) {
   std::filesystem::remove_all(std::filesystem::path(widen(dir)), ec);
 }
 
-// A live owner keeps its file open for itself alone (a locked temporary)
-// or locked (a .lock): either way this one cannot lock it.
+// A live owner keeps its file locked (a pending file, a .lock): this one
+// cannot lock it. A file open for its writer alone cannot even be opened.
 bool remove_if_abandoned(const std::string &path) {
   FileHandle h = FileHandle::open(path, FileHandle::Access::Read);
   return h && h.try_lock(FileHandle::Lock::Exclusive) && remove_file(path) == 0;

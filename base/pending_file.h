@@ -7,9 +7,10 @@
 //   unnamed (O_TMPFILE) where the file system allows, else a temporary
 //   named PATH.tmp-PID-RANDOM (unique_suffix); either way held by this
 //   process until it is published or dropped (locked: base/files.h's
-//   own_file; on Windows, open for itself alone), so that no cleaner
-//   (remove_if_abandoned) takes it. A process killed before commit()
-//   leaves nothing (unnamed) or a temporary nobody holds.
+//   own_file; on Windows, LockFileEx where base/file_handle.h locks), so
+//   that no cleaner (remove_if_abandoned) takes it. Readers may open it
+//   once it has its path, while it is still held. A process killed
+//   before commit() leaves nothing (unnamed) or a temporary nobody holds.
 // - commit() gives it its mode and publishes it at the path: by rename
 //   (replacing what is there), or, without `replace`, only if nothing has
 //   the name (EEXIST otherwise). An unnamed file gets a temporary name

@@ -1,10 +1,14 @@
 // base/pending_file.h on Windows: a temporary named PATH.tmp-PID-RANDOM,
-// open for this process alone (share mode FILE_SHARE_DELETE only: no
-// cleaner can open it, and it can be renamed while open), published by
-// MoveFileExW. The mode has no Windows meaning: the file takes its
-// directory's ACL.
+// held by a lock where base/file_handle.h locks (so remove_if_abandoned
+// leaves it), renamed into place by MoveFileExW while open, then closed.
+// Its share mode lets readers open it (FILE_SHARE_READ): once renamed it
+// is the published file while this handle is still open, and a reader
+// refused then (a sharing violation) would take a fresh entry for a
+// broken one. No one else may write it. The mode has no Windows meaning:
+// the file takes its directory's ACL.
 #include "base/pending_file.h"
 
+#include "base/file_handle.h"
 #include "base/wide.h"
 
 #include <algorithm>
@@ -29,12 +33,21 @@ std::optional<FileError> PendingFile::reserve(const std::string &path, Publish h
   out.path_ = path;
   out.how_ = how;
   std::string temp = path + unique_suffix();
-  HANDLE h = CreateFileW(widen(temp).c_str(), GENERIC_WRITE, FILE_SHARE_DELETE, nullptr, CREATE_NEW,
-                         FILE_ATTRIBUTE_NORMAL, nullptr);
+  HANDLE h = CreateFileW(widen(temp).c_str(), GENERIC_WRITE, FILE_SHARE_READ | FILE_SHARE_DELETE, nullptr,
+                         CREATE_NEW, FILE_ATTRIBUTE_NORMAL, nullptr);
   if (h == INVALID_HANDLE_VALUE)
     return FileError{"cannot create", errno_of_windows(GetLastError()), temp};
   out.native_ = reinterpret_cast<std::intptr_t>(h);
   out.temp_ = temp;
+  // Nobody else knows the name yet: the lock cannot be taken first.
+  OVERLAPPED o = {};
+  o.Offset = static_cast<DWORD>(kWindowsLockOffset);
+  o.OffsetHigh = static_cast<DWORD>(kWindowsLockOffset >> 32);
+  if (!LockFileEx(h, LOCKFILE_EXCLUSIVE_LOCK | LOCKFILE_FAIL_IMMEDIATELY, 0, 1, 0, &o)) {
+    FileError e{"cannot lock", errno_of_windows(GetLastError()), temp};
+    out.drop();
+    return e;
+  }
   return std::nullopt;
 }
 

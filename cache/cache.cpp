@@ -102,10 +102,14 @@ std::optional<Error> Cache::Impl::claim_directory() {
   // Created in place, never through a temporary: another process claiming
   // the directory at once must see it empty or marked, nothing else.
   std::string text = "hotlink cache, format " + std::to_string(kFormat) + "\n";
-  if (auto failed = base::create_file(marker, text.data(), text.size()))
-    if (failed->errnum != EEXIST)
-      return make_error(ErrorCode::CacheError, failed->to_string(), marker, {},
-                        "check the cache directory's permissions");
+  if (auto failed = base::create_file(marker, text.data(), text.size())) {
+    if (failed->errnum == EEXIST)
+      return std::nullopt; // claimed by another process, which writes the tag
+    return make_error(ErrorCode::CacheError, failed->to_string(), marker, {},
+                      "check the cache directory's permissions");
+  }
+  // Written by the claimer alone: on Windows a rename cannot replace a file
+  // another writer has just renamed into place and not yet closed.
   std::string tag = "Signature: 8a477f597d28d172789f06886806bc55\n"
                     "# This directory is a hotlink cache; backup tools may skip it.\n";
   return write_atomic(dir + "/CACHEDIR.TAG", tag.data(), tag.size());

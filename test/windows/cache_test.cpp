@@ -16,6 +16,8 @@
 #include <atomic>
 #include <fstream>
 #include <iterator>
+#include <mutex>
+#include <string>
 #include <thread>
 
 #define WIN32_LEAN_AND_MEAN
@@ -83,6 +85,13 @@ TEST(WindowsCache, AnEntryIsBuiltOnceWhileFourThreadsAskForIt) {
   std::string dir = fixture("wine-cache");
   cache::Key key = cache::Key::of_caller("windows:reload_a:" + std::to_string(GetTickCount64()));
   std::atomic<int> built{0}, hits{0}, failures{0};
+  std::mutex why_lock;
+  std::string why;
+  auto failed = [&](const std::string &reason) {
+    ++failures;
+    std::lock_guard<std::mutex> guard(why_lock);
+    why += reason + "\n";
+  };
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t)
     threads.emplace_back([&] {
@@ -90,7 +99,7 @@ TEST(WindowsCache, AnEntryIsBuiltOnceWhileFourThreadsAskForIt) {
       // as another process's would.
       auto opened = cache::Cache::open(config_for(dir));
       if (!opened) {
-        ++failures;
+        failed(opened.error().to_string());
         return;
       }
       auto got = (*opened)->get_or_build(key, [&]() -> Expected<cache::Artifact> {
@@ -98,14 +107,16 @@ TEST(WindowsCache, AnEntryIsBuiltOnceWhileFourThreadsAskForIt) {
         std::this_thread::sleep_for(std::chrono::milliseconds(200));
         return artifact_a();
       });
-      if (!got || got->entry.artifact.bytes != read_bytes(fixture("reload_a.dll")))
-        ++failures;
+      if (!got)
+        failed(got.error().to_string());
+      else if (got->entry.artifact.bytes != read_bytes(fixture("reload_a.dll")))
+        failed("the entry's bytes are not reload_a.dll's");
       else if (got->hit)
         ++hits;
     });
   for (auto &t : threads)
     t.join();
-  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(failures.load(), 0) << why;
   EXPECT_EQ(built.load(), 1);
   EXPECT_EQ(hits.load(), 3);
 }
