@@ -59,6 +59,8 @@ public:
 
   // Its size in bytes, or false.
   bool size(std::uint64_t &out) const;
+  // Its size and modification time (ns from the Unix epoch), or false.
+  bool size_and_mtime(std::uint64_t &size, std::int64_t &mtime_ns) const;
   // Reads exactly `size` bytes from its start into `out`.
   bool read_all(std::vector<std::uint8_t> &out, std::uint64_t size) const;
   // Reads up to `size` bytes at `offset`; how many were read, or -1.

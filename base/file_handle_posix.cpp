@@ -53,6 +53,15 @@ bool FileHandle::size(std::uint64_t &out) const {
   return true;
 }
 
+bool FileHandle::size_and_mtime(std::uint64_t &size, std::int64_t &mtime_ns) const {
+  struct stat st;
+  if (::fstat(static_cast<int>(native_), &st) != 0)
+    return false;
+  size = static_cast<std::uint64_t>(st.st_size);
+  mtime_ns = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  return true;
+}
+
 bool FileHandle::read_all(std::vector<std::uint8_t> &out, std::uint64_t size) const {
   return read_exact(static_cast<int>(native_), out, size);
 }

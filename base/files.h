@@ -115,11 +115,17 @@ int remove_file(const std::string &path);
 // something has the name).
 int make_directory(const std::string &path);
 
+// Removes the directory `path` when it is empty: 0, or the errno
+// (ENOTEMPTY when it is not).
+int remove_directory(const std::string &path);
+
 struct DirectoryEntry {
   std::string name;
-  bool regular = false; // a plain file (not a directory, link or device)
+  bool regular = false;   // a plain file (not a directory, link or device)
+  bool directory = false; // a real directory (not a link to one)
   std::uint64_t size = 0;
   std::int64_t mtime_ns = 0; // from the Unix epoch
+  std::uint64_t inode = 0;   // POSIX: its inode, which its hard links share; 0 on Windows
 };
 // The entries of `dir` but "." and ".."; false, with the errno in
 // `error`, when it cannot be read.

@@ -138,6 +138,8 @@ int remove_file(const std::string &path) { return ::unlink(path.c_str()) == 0 ? 
 
 int make_directory(const std::string &path) { return ::mkdir(path.c_str(), 0700) == 0 ? 0 : errno; }
 
+int remove_directory(const std::string &path) { return ::rmdir(path.c_str()) == 0 ? 0 : errno; }
+
 bool list_directory(const std::string &dir, std::vector<DirectoryEntry> &out, int &error) {
   DIR *d = ::opendir(dir.c_str());
   if (!d) {
@@ -152,6 +154,8 @@ bool list_directory(const std::string &dir, std::vector<DirectoryEntry> &out, in
     struct stat st;
     if (::lstat((dir + "/" + entry.name).c_str(), &st) == 0) {
       entry.regular = S_ISREG(st.st_mode);
+      entry.directory = S_ISDIR(st.st_mode);
+      entry.inode = static_cast<std::uint64_t>(st.st_ino);
       entry.size = static_cast<std::uint64_t>(st.st_size);
       entry.mtime_ns = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
     }

@@ -65,16 +65,6 @@ bool remove_if_abandoned(const std::string &path) {
   return h && h.try_lock(FileHandle::Lock::Exclusive) && remove_file(path) == 0;
 }
 
-namespace {
-
-// FILETIME counts 100 ns steps from 1601; hotlink's times count ns from 1970.
-std::int64_t unix_ns(const FILETIME &t) {
-  std::int64_t ticks = static_cast<std::int64_t>((static_cast<std::uint64_t>(t.dwHighDateTime) << 32) | t.dwLowDateTime);
-  return (ticks - 116444736000000000LL) * 100;
-}
-
-} // namespace
-
 FileIdentity identify_file(const std::string &path) {
   FileIdentity id;
   WIN32_FILE_ATTRIBUTE_DATA a;
@@ -104,6 +94,10 @@ int make_directory(const std::string &path) {
   return CreateDirectoryW(widen(path).c_str(), nullptr) ? 0 : errno_of_windows(GetLastError());
 }
 
+int remove_directory(const std::string &path) {
+  return RemoveDirectoryW(widen(path).c_str()) ? 0 : errno_of_windows(GetLastError());
+}
+
 bool list_directory(const std::string &dir, std::vector<DirectoryEntry> &out, int &error) {
   WIN32_FIND_DATAW f;
   HANDLE h = FindFirstFileW(widen(dir + "/*").c_str(), &f);
@@ -117,6 +111,7 @@ bool list_directory(const std::string &dir, std::vector<DirectoryEntry> &out, in
     if (e.name == "." || e.name == "..")
       continue;
     e.regular = !(f.dwFileAttributes & (FILE_ATTRIBUTE_DIRECTORY | FILE_ATTRIBUTE_REPARSE_POINT | FILE_ATTRIBUTE_DEVICE));
+    e.directory = (f.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY) && !(f.dwFileAttributes & FILE_ATTRIBUTE_REPARSE_POINT);
     e.size = (static_cast<std::uint64_t>(f.nFileSizeHigh) << 32) | f.nFileSizeLow;
     e.mtime_ns = unix_ns(f.ftLastWriteTime);
     out.push_back(std::move(e));

@@ -1,9 +1,10 @@
 // Internal, Windows only. Paths and messages cross the Win32 API as
-// UTF-16; hotlink's strings are UTF-8. And what a Win32 error code says,
-// as a message and as the errno hotlink's file errors carry.
+// UTF-16; hotlink's strings are UTF-8. What a Win32 error code says, as a
+// message and as the errno hotlink's file errors carry; and file times.
 #pragma once
 
 #include <cerrno>
+#include <cstdint>
 #include <string>
 
 #include <windows.h>
@@ -41,6 +42,12 @@ inline std::string system_message(DWORD code) {
   while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ' || s.back() == '.'))
     s.pop_back();
   return s;
+}
+
+// FILETIME counts 100 ns steps from 1601; hotlink's times count ns from 1970.
+inline std::int64_t unix_ns(const FILETIME &t) {
+  std::int64_t ticks = static_cast<std::int64_t>((static_cast<std::uint64_t>(t.dwHighDateTime) << 32) | t.dwLowDateTime);
+  return (ticks - 116444736000000000LL) * 100;
 }
 
 // The errno that says what a GetLastError() code says.

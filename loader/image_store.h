@@ -1,36 +1,48 @@
-// Internal (POSIX). Where private copies are written, and the post-mortem
-// image store.
+// Internal. Where private copies are written, and the post-mortem image
+// store: image_store.cpp on both hosts, over image_store_host.h (what
+// differs: image_store_posix.cpp, image_store_windows.cpp).
 //
 // Contract:
 // - Post-mortem is on by default: each process writes its private copies
 //   into a directory of its own inside the per-user store
-//   ($HOTLINK_KEEP_IMAGES, else $XDG_CACHE_HOME/hotlink/images, else
-//   ~/.cache/hotlink/images; mode 0700), and leaves them there when they are
+//   ($HOTLINK_KEEP_IMAGES, else on POSIX $XDG_CACHE_HOME/hotlink/images,
+//   else ~/.cache/hotlink/images, mode 0700; on Windows
+//   %LOCALAPPDATA%\hotlink\images), and leaves them there when they are
 //   unmapped and when it exits. The directories are slots
-//   (STORE/hotlink-load-N): a process holds the first whose lock is free
-//   for its life, and the next owner of a slot writes beside what the
-//   earlier ones left (or, for the same bytes under the same name, uses
-//   their copy). So the path the dynamic loader recorded
-//   still names the image after the process is gone: `perf record` reads
-//   each mapped file's build-id when the workload has exited (and copies it
-//   into ~/.debug), and gdb opens a core file's libraries by those paths.
-//   Each image is also linked as STORE/.build-id/xx/REST[.debug], for gdb's
-//   debug-file-directory and perf's --buildid-dir when the core or the
-//   profile is read elsewhere.
+//   (STORE/hotlink-load-N): a process holds the first whose .lock is free
+//   for its life (base/files.h: liveness is a held lock), and the next
+//   owner of a slot writes beside what the earlier ones left (or, for the
+//   same bytes under the same name, uses their copy). So the path the
+//   dynamic loader recorded still names the image after the process is
+//   gone: `perf record` reads each mapped file's build-id when the
+//   workload has exited (and copies it into ~/.debug), gdb opens a core
+//   file's libraries by those paths, and a debugger reading a Windows
+//   minidump finds the DLL with its PDB beside it.
+// - On POSIX each image is also linked as STORE/.build-id/xx/REST[.debug],
+//   for gdb's debug-file-directory and perf's --buildid-dir when the core
+//   or the profile is read elsewhere. On Windows each copy sits in a
+//   directory of its own (SLOT\NAME.vN.<hash>.dll\NAME.dll, its PDB
+//   beside it), since the DLL keeps the name its PDB was linked for; the
+//   directory's files are one image to the bound.
 // - The store is bounded: past `keep_max_bytes`, or for images older than
 //   `keep_max_age`, the oldest images are removed first, never one this
-//   process has mapped. Checked when a process first writes to the store
-//   if no process did so in the last hour (STORE/.pruned's mtime: the walk
-//   stats every image, which a process's first load should not wait for),
-//   and whenever its own writes pass a quarter of the bound.
+//   process has mapped (nor, on Windows, where a mapped file cannot be
+//   removed, one in a slot a live process holds). Checked when a process
+//   first writes to the store if no process did so in the last hour
+//   (STORE/.pruned's mtime: the walk reads every image's size and time,
+//   which a process's first load should not wait for), and whenever its
+//   own writes pass a quarter of the bound.
 // - Off (HOTLINK_KEEP_IMAGES=off, or LoadOptions::keep_images = "off"), or
 //   when the store cannot be used (not ours, not writable, mounted noexec):
-//   copies go to a per-process directory on tmpfs ($HOTLINK_TMPDIR, else
-//   /dev/shm, else $TMPDIR, else /tmp) and are removed at unmap and at
-//   exit; a store that cannot be used is one warning on stderr, never a
+//   copies go to a per-process directory (POSIX: $HOTLINK_TMPDIR, else
+//   /dev/shm, else $TMPDIR, else /tmp; Windows: $HOTLINK_TMPDIR, else
+//   %TEMP%), removed at unmap and at exit; what a killed process left
+//   there is removed by the next process that makes one (its .lock is
+//   free). A store that cannot be used is one warning on stderr, never a
 //   failed load.
 #pragma once
 
+#include "base/file_handle.h"
 #include "hotlink/load.h"
 
 #include <cstdint>
@@ -44,19 +56,20 @@ struct CopyDirectory {
   std::string error; // why not
   bool kept = false; // in the store: copies stay after unmap and exit
   std::string store; // the store it is in, when kept
-  // When this process took the directory (CLOCK_REALTIME_COARSE, the file
-  // system's clock, in ns): a copy older than that is an earlier owner's.
+  // When this process took the directory (the file system's clock, in ns
+  // from the Unix epoch): a copy older than that is an earlier owner's.
   std::int64_t taken_ns = 0;
+  base::FileHandle lock; // its .lock, held for the process's life
 };
 
 // The directory for `options`' copies (made once per store, per process).
 const CopyDirectory &copy_directory(const LoadOptions &options);
 
 // A copy at `path` was mapped: when it was `written` now (not reused),
-// link it by build-id (the caller's `build_id`, read from the bytes when
-// null; a reused copy has its links: they are names of its inode, which a
-// prune removes together) and count it against the bound; protect it from
-// pruning while it is mapped.
+// index it (POSIX: link it by build-id, the caller's `build_id`, read
+// from the bytes when null; a reused copy has its links: they are names
+// of its inode, which a prune removes together) and count it against the
+// bound; protect it from pruning while it is mapped.
 void kept(const CopyDirectory &dir, const std::string &path, const std::vector<std::uint8_t> &bytes,
           const std::string *build_id, bool written, const LoadOptions &options);
 // When the taken name `path`, in a directory of the store, holds a copy of

@@ -30,17 +30,6 @@ namespace hotlink::loader {
 
 namespace {
 
-// --- Names ----------------------------------------------------------------------
-
-// Keeps what a file name may hold in a path and a debugger's output.
-std::string clean(const std::string &s) {
-  std::string out;
-  for (char c : s.substr(0, 96))
-    out += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-' || c == '+') ? c : '_';
-  return out.empty() ? "artifact" : out;
-}
-
-
 // The loaded segments of the image `handle` maps, and its base.
 void find_ranges(void *handle, std::uintptr_t &base, std::vector<ImageRange> &ranges) {
   struct link_map *map = nullptr;
@@ -93,7 +82,7 @@ Expected<std::unique_ptr<Library>> load_copy(const std::vector<std::uint8_t> &by
                       "make /dev/shm or $TMPDIR writable, or set HOTLINK_TMPDIR");
   std::unique_ptr<Library> lib(new Library);
   lib->name_ = name;
-  std::string file = clean(options.file_name.empty() ? copy_file_name(name, options.version, blake3_hex(bytes))
+  std::string file = clean_file_name(options.file_name.empty() ? copy_file_name(name, options.version, blake3_hex(bytes))
                                                      : options.file_name);
   // The name is taken when this process (or a forked child, which shares
   // the directory) maps a copy of the same bytes under it, or when another

@@ -1,16 +1,20 @@
 // Loading on Windows hosts: the bytes are written to a directory of their
-// own in the temporary directory (%TEMP%\hotlink-PID-N\) under the DLL's
-// own name and loaded from there with LoadLibraryExW, so the published DLL
-// is never locked (a writer can replace it) and each version is a different
-// module to the loader. If a PDB sits next to the source artifact, it is
-// copied into that directory under its own name: a debugger that does not
-// find the PDB the DLL's CodeView record names looks beside the DLL for
-// that file name, and finds exactly this version's. The directory is
-// deleted when the Library is destroyed.
+// own in the process's directory of the image store (image_store.h:
+// SLOT\NAME.vN.<hash>.dll\NAME.dll), under the DLL's own name, and loaded
+// from there with LoadLibraryExW, so the published DLL is never locked (a
+// writer can replace it) and each version is a different module to the
+// loader. If a PDB sits next to the source artifact, it is copied into
+// that directory under its own name: a debugger that does not find the
+// PDB the DLL's CodeView record names looks beside the DLL for that file
+// name, and finds exactly this version's. In the store they stay for
+// post-mortem debugging (a minidump names the DLL by that path); with the
+// store off, the directory is removed when the Library is destroyed.
 //
 // Built only on Windows; a test compiles it here with clang-22
 // --target=x86_64-w64-mingw32 (-fsyntax-only) to keep it honest.
 #include "hotlink/load.h"
+#include "base/files.h"
+#include "loader/image_store.h"
 #include "loader/platform.h"
 
 #define WIN32_LEAN_AND_MEAN
@@ -18,7 +22,9 @@
 
 #include "base/wide.h"
 
-#include <atomic>
+#include "hotlink/symbols.h"
+
+#include <cstring>
 
 namespace hotlink::loader {
 
@@ -29,22 +35,30 @@ using base::widen;
 
 std::string last_error() { return base::system_message(GetLastError()); }
 
-bool write_all(const std::wstring &path, const void *data, std::size_t size) {
-  HANDLE h = CreateFileW(path.c_str(), GENERIC_WRITE, 0, nullptr, CREATE_NEW, FILE_ATTRIBUTE_TEMPORARY, nullptr);
-  if (h == INVALID_HANDLE_VALUE)
+// Writes the copy, refusing an existing file: false with GetLastError()'s
+// code in `error` (ERROR_FILE_EXISTS when it is there).
+bool write_new(const std::wstring &path, const void *data, std::size_t size, DWORD &error) {
+  HANDLE h = CreateFileW(path.c_str(), GENERIC_WRITE, 0, nullptr, CREATE_NEW, FILE_ATTRIBUTE_NORMAL, nullptr);
+  if (h == INVALID_HANDLE_VALUE) {
+    error = GetLastError();
     return false;
+  }
   const char *p = static_cast<const char *>(data);
-  while (size > 0) {
+  bool ok = true;
+  while (ok && size > 0) {
     DWORD chunk = size > (1u << 30) ? (1u << 30) : static_cast<DWORD>(size), wrote = 0;
-    if (!WriteFile(h, p, chunk, &wrote, nullptr) || wrote == 0) {
-      CloseHandle(h);
-      DeleteFileW(path.c_str());
-      return false;
-    }
+    ok = WriteFile(h, p, chunk, &wrote, nullptr) && wrote > 0;
     p += wrote;
     size -= wrote;
   }
-  return CloseHandle(h) != 0;
+  error = ok ? 0 : GetLastError();
+  if (!CloseHandle(h) && ok) {
+    ok = false;
+    error = GetLastError();
+  }
+  if (!ok)
+    DeleteFileW(path.c_str());
+  return ok;
 }
 
 std::wstring without_extension(const std::wstring &path) {
@@ -57,14 +71,18 @@ std::wstring without_extension(const std::wstring &path) {
 Library::~Library() {
   if (handle_)
     FreeLibrary(static_cast<HMODULE>(handle_));
-  if (!copy_path_.empty()) {
-    std::wstring copy = widen(copy_path_);
-    DeleteFileW(copy.c_str());
-    DeleteFileW((without_extension(copy) + L".pdb").c_str());
-    std::size_t slash = copy.find_last_of(L"\\/");
-    if (slash != std::wstring::npos)
-      RemoveDirectoryW(copy.substr(0, slash).c_str());
+  if (copy_path_.empty())
+    return;
+  if (kept_) {
+    store::unmapped(copy_path_); // stays for post-mortem tools
+    return;
   }
+  std::wstring copy = widen(copy_path_);
+  DeleteFileW(copy.c_str());
+  DeleteFileW((without_extension(copy) + L".pdb").c_str());
+  std::size_t slash = copy.find_last_of(L"\\/");
+  if (slash != std::wstring::npos)
+    RemoveDirectoryW(copy.substr(0, slash).c_str());
 }
 
 void *Library::symbol(const std::string &name) const {
@@ -76,33 +94,51 @@ Expected<std::unique_ptr<Library>> load_private(const std::vector<std::uint8_t> 
   return load_copy(bytes, name, options, nullptr);
 }
 
-// No post-mortem store links copies by build-id here: `build_id` is unused.
+// No build-id indexes a PE image: `build_id` is unused.
 Expected<std::unique_ptr<Library>> load_copy(const std::vector<std::uint8_t> &bytes, const std::string &name,
                                              const LoadOptions &options, const std::string *) {
-  static std::atomic<unsigned> counter{0};
+  const store::CopyDirectory &dir = store::copy_directory(options);
+  if (dir.path.empty())
+    return make_error(ErrorCode::LoadFailed, "no directory for private copies: " + dir.error, name, {},
+                      "make %TEMP% writable, or set HOTLINK_TMPDIR");
   std::unique_ptr<Library> lib(new Library);
   lib->name_ = name;
-  wchar_t tmp[MAX_PATH + 1];
-  DWORD n = GetTempPathW(MAX_PATH + 1, tmp);
-  if (n == 0 || n > MAX_PATH)
-    return make_error(ErrorCode::LoadFailed, "no temporary directory: " + last_error(), name);
-  // The directory carries the version's name (options.file_name, e.g.
-  // kernel.v3.9f2c41d0.dll); the DLL keeps its own, which its PDB matches.
-  std::wstring dir = std::wstring(tmp) + L"hotlink-" + std::to_wstring(GetCurrentProcessId()) + L"-" +
-                     std::to_wstring(counter++) + (options.file_name.empty() ? L"" : L"-" + widen(options.file_name));
-  if (!CreateDirectoryW(dir.c_str(), nullptr))
-    return make_error(ErrorCode::LoadFailed, "cannot create " + narrow(dir) + ": " + last_error(), name);
-  std::string base = name.substr(name.find_last_of("\\/") + 1);
-  std::wstring copy = dir + L"\\" + widen(base);
-  if (!write_all(copy, bytes.data(), bytes.size())) {
-    RemoveDirectoryW(dir.c_str());
-    return make_error(ErrorCode::LoadFailed, "cannot write the private copy: " + last_error(), name);
+  // The directory carries the version's name (NAME.vN.<hash>.dll); the DLL
+  // keeps its own, which its PDB matches. A directory whose DLL is another
+  // copy gets .K before its extension (K = 2, 3, ...), unless that copy can
+  // serve again (store::reuse).
+  std::string file = clean_file_name(options.file_name.empty()
+                                         ? copy_file_name(name, options.version, blake3_hex(bytes))
+                                         : options.file_name);
+  std::string own = name.substr(name.find_last_of("\\/") + 1);
+  auto [stem, ext] = split_extension(file);
+  bool written = false, reused = false;
+  std::string why;
+  for (int attempt = 1; attempt <= 1000 && !written && !reused && why.empty(); ++attempt) {
+    // Backslashes, as in the store's paths: LoadLibraryExW's altered search path wants them.
+    std::string version_dir = dir.path + "\\" + (attempt == 1 ? file : stem + "." + std::to_string(attempt) + ext);
+    lib->copy_path_ = version_dir + "\\" + own;
+    DWORD error = 0;
+    if (int e = base::make_directory(version_dir); e != 0 && e != EEXIST)
+      why = std::strerror(e);
+    else if (!(written = write_new(widen(lib->copy_path_), bytes.data(), bytes.size(), error)) &&
+             error != ERROR_FILE_EXISTS && error != ERROR_ALREADY_EXISTS)
+      why = base::system_message(error);
+    else
+      reused = !written && store::reuse(dir, lib->copy_path_, bytes);
   }
-  lib->copy_path_ = narrow(copy);
+  if (!written && !reused) {
+    std::string where = lib->copy_path_;
+    lib->copy_path_.clear();
+    return make_error(ErrorCode::LoadFailed,
+                      "cannot write the private copy " + where + ": " + (why.empty() ? "every name is taken" : why),
+                      name);
+  }
+  std::wstring copy = widen(lib->copy_path_);
   // The PDB, if the artifact has one beside it, under the name the DLL's
   // CodeView record gives (the artifact's own, for a DLL hotlink linked).
   std::wstring pdb = without_extension(widen(name)) + L".pdb";
-  if (GetFileAttributesW(pdb.c_str()) != INVALID_FILE_ATTRIBUTES)
+  if (written && GetFileAttributesW(pdb.c_str()) != INVALID_FILE_ATTRIBUTES)
     CopyFileW(pdb.c_str(), (without_extension(copy) + L".pdb").c_str(), FALSE);
   HMODULE h = LoadLibraryExW(copy.c_str(), nullptr, LOAD_WITH_ALTERED_SEARCH_PATH);
   if (!h)
@@ -114,6 +150,8 @@ Expected<std::unique_ptr<Library>> load_copy(const std::vector<std::uint8_t> &by
   auto *nt = reinterpret_cast<const IMAGE_NT_HEADERS *>(reinterpret_cast<const char *>(h) + dos->e_lfanew);
   lib->base_ = reinterpret_cast<std::uintptr_t>(h);
   lib->ranges_.push_back({lib->base_, lib->base_ + nt->OptionalHeader.SizeOfImage});
+  lib->kept_ = dir.kept;
+  store::kept(dir, lib->copy_path_, bytes, nullptr, written, options);
   return lib;
 }
 

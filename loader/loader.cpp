@@ -2,6 +2,7 @@
 #include "loader/halide_abi.h"
 #include "loader/platform.h"
 
+#include <cctype>
 #include <string>
 
 namespace hotlink::loader {
@@ -19,6 +20,13 @@ std::pair<std::string, std::string> split_extension(const std::string &file) {
 std::string copy_file_name(const std::string &name, std::uint64_t version, const std::string &hash) {
   auto [stem, ext] = split_extension(name.substr(name.rfind('/') + 1));
   return stem + "." + (version ? "v" + std::to_string(version) + "." : std::string()) + hash.substr(0, 8) + ext;
+}
+
+std::string clean_file_name(const std::string &s) {
+  std::string out;
+  for (char c : s.substr(0, 96))
+    out += (std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-' || c == '+') ? c : '_';
+  return out.empty() ? "artifact" : out;
 }
 
 Expected<VerifiedLibrary> load_verified(const std::vector<std::uint8_t> &bytes, const std::string &name,

@@ -20,6 +20,10 @@ std::pair<std::string, std::string> split_extension(const std::string &file);
 // (store::reuse).
 std::string copy_file_name(const std::string &name, std::uint64_t version, const std::string &hash);
 
+// `s` with what a file name may not hold in a path or a debugger's output
+// replaced by '_', at most 96 characters; "artifact" when empty.
+std::string clean_file_name(const std::string &s);
+
 // load_private, given the image's build-id when the caller has read it
 // already (load_verified: verify read it); nullptr: read here, where the
 // post-mortem store links copies by it.

@@ -6,14 +6,17 @@
 // process alive and name the version, which is rolled back.
 //   hot_reload_test.exe FIXTURE_DIR [gtest flags]
 #include "hotlink/hot_module.h"
+#include "hotlink/load.h"
 #include "hotlink/signature.h"
 
+#include "base/file_handle.h"
 #include "test/windows/fixtures.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <atomic>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iterator>
@@ -221,6 +224,115 @@ TEST(WindowsHotReload, TheWatcherReloadsAPublishedDllAndKeepsServingPastADamaged
     EXPECT_EQ(watcher.last_error()->input, path) << watcher.last_error()->to_string();
     EXPECT_EQ((*f)(5), at % 2 ? 2010 : 1010) << "the old version serves";
   }
+}
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// A fresh directory among the fixtures.
+std::string fresh_dir(const std::string &name) {
+  std::string dir = fixture(name + "-" + std::to_string(GetTickCount64()));
+  fs::remove_all(fs::u8path(dir));
+  fs::create_directories(fs::u8path(dir));
+  return dir;
+}
+
+void write_file(const fs::path &path, const std::vector<std::uint8_t> &bytes) {
+  fs::create_directories(path.parent_path());
+  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char *>(bytes.data()), bytes.size());
+}
+
+} // namespace
+
+// Each copy stays in the store after it is unmapped (a minidump names it
+// by that path), the same bytes under the same name serve again, and a
+// leftover of other bytes under a copy's name (an earlier owner of the
+// slot, a process whose id this one reuses) is passed over, not a failed
+// load: the old %TEMP%\hotlink-PID-N copies failed with "already exists".
+TEST(WindowsImageStore, ACopyOutlivesItsLibraryServesAgainAndALeftoverOfOtherBytesIsPassedOver) {
+  std::string store = fresh_dir("image-store");
+  std::vector<std::uint8_t> a = read_bytes(fixture("reload_a.dll")), b = read_bytes(fixture("reload_b.dll"));
+  std::string name = "reload_a." + trust::blake3_hex(a).substr(0, 8) + ".dll";
+  fs::path slot = fs::u8path(store) / "hotlink-load-0";
+  write_file(slot / name / "reload_a.dll", b); // another copy under the name this load takes first
+  loader::LoadOptions o;
+  o.keep_images = store;
+  std::string first;
+  {
+    auto lib = loader::load_private(a, fixture("reload_a.dll"), o);
+    ASSERT_TRUE(lib) << lib.error().to_string();
+    auto f = reinterpret_cast<int (*)(int)>((*lib)->symbol("f"));
+    ASSERT_NE(f, nullptr);
+    EXPECT_EQ(f(5), 1010);
+    first = (*lib)->path();
+    EXPECT_EQ(fs::u8path(first), slot / ("reload_a." + trust::blake3_hex(a).substr(0, 8) + ".2.dll") / "reload_a.dll");
+  }
+  EXPECT_TRUE(fs::exists(fs::u8path(first))) << "unmapped, it stays for post-mortem tools";
+  EXPECT_EQ(read_bytes(slot.u8string() + "/" + name + "/reload_a.dll"), b) << "the leftover is not touched";
+  auto again = loader::load_private(a, fixture("reload_a.dll"), o);
+  ASSERT_TRUE(again) << again.error().to_string();
+  EXPECT_EQ((*again)->path(), first) << "the same bytes serve again";
+  auto second = loader::load_private(a, fixture("reload_a.dll"), o);
+  ASSERT_TRUE(second) << second.error().to_string();
+  EXPECT_NE((*second)->path(), first) << "a copy mapped now is never a second load's";
+}
+
+// A bounded store on Windows: a prune removes the oldest images and the
+// slots of processes that are gone, and leaves whole the slot of a live
+// process (its mapped DLLs could not be removed) and this process's
+// mapped copy.
+TEST(WindowsImageStore, APruneRemovesWhatTheGoneLeftAndNothingALiveProcessHolds) {
+  std::string store = fresh_dir("image-store-pruned");
+  std::vector<std::uint8_t> a = read_bytes(fixture("reload_a.dll")), b = read_bytes(fixture("reload_b.dll"));
+  fs::path root = fs::u8path(store);
+  write_file(root / "hotlink-load-0" / "old.v1.00000000.dll" / "old.dll", b); // a slot whose owner is gone
+  write_file(root / "hotlink-load-1" / "live.v1.00000000.dll" / "live.dll", b);
+  // Slot 1's owner is alive: it holds its .lock (another handle's lock
+  // excludes this process's store as another process's would).
+  base::FileHandle live = base::FileHandle::open((root / "hotlink-load-1" / ".lock").u8string(),
+                                                 base::FileHandle::Access::ReadWrite);
+  ASSERT_TRUE(live && live.try_lock(base::FileHandle::Lock::Exclusive));
+  loader::LoadOptions o;
+  o.keep_images = store;
+  o.keep_max_bytes = a.size() + 1; // room for this process's copy alone
+  auto lib = loader::load_private(a, fixture("reload_a.dll"), o);
+  ASSERT_TRUE(lib) << lib.error().to_string();
+  EXPECT_EQ(fs::u8path((*lib)->path()).parent_path().parent_path(), root / "hotlink-load-0")
+      << "the first free slot, taken over from its gone owner";
+  EXPECT_FALSE(fs::exists(root / "hotlink-load-0" / "old.v1.00000000.dll")) << "the gone owner's image is pruned";
+  EXPECT_TRUE(fs::exists(root / "hotlink-load-1" / "live.v1.00000000.dll" / "live.dll"));
+  EXPECT_TRUE(fs::exists(fs::u8path((*lib)->path())));
+  auto f = reinterpret_cast<int (*)(int)>((*lib)->symbol("f"));
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f(5), 1010);
+}
+
+// With the store off, copies live as long as their Library, in a
+// directory of this process's own; what a killed process left beside it
+// is removed (its .lock is free), what a live one holds is not.
+TEST(WindowsImageStore, OffCopiesGoWithTheirLibraryAndAKilledProcesssDirectoryIsRemoved) {
+  std::string tmp = fresh_dir("image-tmp");
+  fs::path root = fs::u8path(tmp);
+  write_file(root / "hotlink-load-killed" / "k.v1.00000000.dll" / "k.dll", {1, 2, 3});
+  write_file(root / "hotlink-load-live" / "l.v1.00000000.dll" / "l.dll", {1, 2, 3});
+  base::FileHandle live = base::FileHandle::open((root / "hotlink-load-live" / ".lock").u8string(),
+                                                 base::FileHandle::Access::ReadWrite);
+  ASSERT_TRUE(live && live.try_lock(base::FileHandle::Lock::Exclusive));
+  ASSERT_TRUE(SetEnvironmentVariableW(L"HOTLINK_TMPDIR", fs::u8path(tmp).wstring().c_str()));
+  loader::LoadOptions o;
+  o.keep_images = "off";
+  std::string path;
+  {
+    auto lib = loader::load_private(read_bytes(fixture("reload_a.dll")), fixture("reload_a.dll"), o);
+    ASSERT_TRUE(lib) << lib.error().to_string();
+    path = (*lib)->path();
+    EXPECT_EQ(fs::u8path(path).parent_path().parent_path().parent_path(), root) << path;
+    EXPECT_FALSE(fs::exists(root / "hotlink-load-killed"));
+    EXPECT_TRUE(fs::exists(root / "hotlink-load-live" / "l.v1.00000000.dll" / "l.dll"));
+  }
+  EXPECT_FALSE(fs::exists(fs::u8path(path)));
+  EXPECT_FALSE(fs::exists(fs::u8path(path).parent_path())) << "its directory goes with it";
 }
 
 int main(int argc, char **argv) { return test_windows::run_all(argc, argv, "hot_reload_test"); }
