@@ -10,7 +10,8 @@
 //   any data (a byte at offset 2^62), so a lock keeps other lockers out,
 //   never readers or writers.
 // - Files opened here can be renamed over and removed while open
-//   (FILE_SHARE_DELETE on Windows), as on POSIX.
+//   (FILE_SHARE_DELETE on Windows), as on POSIX. On POSIX a symbolic link
+//   is not followed (ELOOP): every file opened here is one hotlink made.
 // - Failures set error() to an errno value (Windows errors are mapped).
 #pragma once
 

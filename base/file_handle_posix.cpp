@@ -13,8 +13,9 @@ namespace hotlink::base {
 
 FileHandle FileHandle::open(const std::string &path, Access access) {
   FileHandle f;
-  int fd = access == Access::Read ? ::open(path.c_str(), O_RDONLY | O_CLOEXEC)
-                                  : ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  // Never through a symbolic link: a file hotlink opens is one it made.
+  int fd = access == Access::Read ? ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+                                  : ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
   f.native_ = fd;
   f.error_ = fd < 0 ? errno : 0;
   return f;

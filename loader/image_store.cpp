@@ -79,7 +79,7 @@ FileHandle take_lock(const std::string &dir, bool make, int &error) {
   if (!f) {
     // Removed by a prune between the two calls, or a stray file of the
     // directory's name: busy, not an error.
-    if (f.error() != ENOENT && f.error() != ENOTDIR)
+    if (f.error() != ENOENT && f.error() != ENOTDIR && f.error() != ELOOP)
       error = f.error();
     return {};
   }
@@ -180,9 +180,12 @@ void make_tmp_directory(TmpDirectory &d) {
     std::string b = native(given);
     if (!make_process_dir(b, d, d.error))
       continue;
-    // What killed processes left: their .locks are free.
+    // What killed processes left: their .locks are free. Only this
+    // user's: the base may be shared (/tmp).
     for (const std::string &other : process_dirs(b, d.path)) {
       int e = 0;
+      if (base::writable_by_others(other))
+        continue;
       if (FileHandle held = take_lock(other, /*make=*/false, e)) {
         held.reset();
         base::remove_tree(other);
