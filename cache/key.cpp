@@ -24,12 +24,17 @@ Key Key::of_caller(const std::string &caller_key) {
   return KeyBuilder("hotlink caller key").add("key", caller_key).finish();
 }
 
-KeyBuilder::KeyBuilder(const std::string &domain) { add("domain", domain); }
+KeyBuilder::KeyBuilder(const std::string &domain) {
+  encoding_.reserve(4096); // a link's key: about 1.5 KB
+  add("domain", domain);
+}
 
 KeyBuilder &KeyBuilder::add(const std::string &field, const void *data, std::size_t size) {
   auto put_len = [&](std::uint64_t n) {
+    char le[8];
     for (int i = 0; i < 8; ++i)
-      encoding_.push_back(static_cast<char>((n >> (8 * i)) & 0xff));
+      le[i] = static_cast<char>((n >> (8 * i)) & 0xff);
+    encoding_.append(le, sizeof le);
   };
   put_len(field.size());
   encoding_ += field;

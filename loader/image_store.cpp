@@ -31,6 +31,8 @@ const std::string kPrefix = "hotlink-load-";
 // small images.
 constexpr std::int64_t kPruneIntervalNs = 3600ll * 1000000000;
 constexpr const char *kPruneStamp = ".pruned"; // its mtime: the last prune
+// A reused copy's time is set to now only when it is older than this.
+constexpr std::int64_t kTouchGrainNs = 60ll * 1000000000;
 // A process owns the first free slot: the store holds as many as
 // processes ever used it at once.
 constexpr int kMaxSlots = 4096;
@@ -380,8 +382,12 @@ bool reuse(const CopyDirectory &dir, const std::string &path, const std::vector<
   std::uint64_t size = 0;
   std::int64_t mtime = 0;
   std::vector<std::uint8_t> there;
-  return f && f.size_and_mtime(size, mtime) && (released || mtime < dir.taken_ns) && size == bytes.size() &&
-         f.read_all(there, size) && there == bytes && f.touch();
+  if (!f || !f.size_and_mtime(size, mtime) || !(released || mtime < dir.taken_ns) || size != bytes.size() ||
+      !f.read_all(there, size) || there != bytes)
+    return false;
+  // Its time is its last use, to the prune; within a minute is close
+  // enough (a JIT's hits would otherwise write it at each load).
+  return host::now_ns() - mtime < kTouchGrainNs || f.touch();
 }
 
 void unmapped(const std::string &path) {

@@ -75,11 +75,11 @@ void kept(const CopyDirectory &dir, const std::string &path, const std::vector<s
 // When the taken name `path`, in a directory of the store, holds a copy of
 // these same bytes that an earlier owner of the directory left (names
 // repeat from one owner to the next), or that this process mapped and has
-// unmapped since, it serves as this load's copy: its time is set to now,
-// as a new copy's would be, and true is returned. So a program started
-// over and over, or a process that loads the same bytes again and again
-// (a JIT's cache hits), neither fills its directory with numbered
-// duplicates nor writes the same file each time. A copy mapped now is
+// unmapped since, it serves as this load's copy: its time is set to now
+// (when it is older than a minute), as a new copy's would be, and true is
+// returned. So a program started over and over, or a process that loads
+// the same bytes again and again (a JIT's cache hits), neither fills its
+// directory with numbered duplicates nor writes the same file each time. A copy mapped now is
 // never one (each load maps a copy of its own), nor one its parent made
 // since it took the directory (the parent may still map it).
 bool reuse(const CopyDirectory &dir, const std::string &path, const std::vector<std::uint8_t> &bytes);

@@ -5,11 +5,13 @@
 
 #include "image/image.h"
 
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <mutex>
+#include <pthread.h>
 #include <set>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -119,7 +121,20 @@ void index_copy(const std::string &store, const std::string &path, const std::ve
 
 char separator() { return '/'; }
 
-std::uint64_t process_id() { return static_cast<std::uint64_t>(::getpid()); }
+namespace {
+// getpid(2) is a system call at each load without it; a forked child
+// asks again.
+std::atomic<pid_t> g_pid{0};
+void forget_pid() { g_pid = 0; }
+} // namespace
+
+std::uint64_t process_id() {
+  static const bool registered = ::pthread_atfork(nullptr, nullptr, forget_pid) == 0;
+  pid_t pid = g_pid;
+  if (!registered || pid == 0)
+    g_pid = pid = ::getpid();
+  return static_cast<std::uint64_t>(pid);
+}
 
 std::int64_t now_ns() {
   struct timespec now;

@@ -95,12 +95,15 @@ Expected<std::unique_ptr<Library>> load_copy(const std::vector<std::uint8_t> &by
   for (int attempt = 1; attempt <= 1000 && fd < 0 && !reused; ++attempt) {
     std::string f = attempt == 1 ? file : stem + "." + std::to_string(attempt) + ext;
     lib->copy_path_ = dir.path + "/" + f;
+    // The copy that serves again is looked for first: a JIT's cache hits
+    // find it, and a name that is free costs one failed open.
+    if ((reused = store::reuse(dir, lib->copy_path_, bytes)))
+      break;
     // Read-only from its creation: nobody changes it after it was verified
     // (the descriptor opened here still writes it).
     fd = ::open(lib->copy_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0500);
     if (fd < 0 && errno != EEXIST)
       break;
-    reused = fd < 0 && store::reuse(dir, lib->copy_path_, bytes);
   }
   if (fd < 0 && !reused) {
     int e = errno;

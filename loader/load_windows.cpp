@@ -118,14 +118,15 @@ Expected<std::unique_ptr<Library>> load_copy(const std::vector<std::uint8_t> &by
     // Backslashes, as in the store's paths: LoadLibraryExW's altered search path wants them.
     std::string version_dir = dir.path + "\\" + (attempt == 1 ? file : stem + "." + std::to_string(attempt) + ext);
     lib->copy_path_ = version_dir + "\\" + own;
+    // The copy that serves again is looked for first, as on POSIX.
     DWORD error = 0;
+    if ((reused = store::reuse(dir, lib->copy_path_, bytes)))
+      break;
     if (int e = base::make_directory(version_dir); e != 0 && e != EEXIST)
       why = std::strerror(e);
     else if (!(written = write_new(widen(lib->copy_path_), bytes.data(), bytes.size(), error)) &&
              error != ERROR_FILE_EXISTS && error != ERROR_ALREADY_EXISTS)
       why = base::system_message(error);
-    else
-      reused = !written && store::reuse(dir, lib->copy_path_, bytes);
   }
   if (!written && !reused) {
     std::string where = lib->copy_path_;
