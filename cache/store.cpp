@@ -111,6 +111,36 @@ std::string Cache::Impl::check_signed(const std::string &text, Manifest &m, cons
   return {};
 }
 
+std::string Cache::Impl::accept_manifest(const Key &k, const std::string &statement, Manifest &m,
+                                         bool *refused) const {
+  {
+    std::lock_guard<std::mutex> lock(accepted_mu);
+    auto it = accepted.find(k.hex());
+    if (it != accepted.end() && it->second.statement == statement) {
+      m = it->second.manifest;
+      return {};
+    }
+  }
+  std::string why = decode_manifest(statement, m);
+  if (!why.empty())
+    return why;
+  if (m.key != k.hex())
+    return "manifest belongs to another key";
+  if (cfg.require_signed) {
+    why = check_signed(statement, m, "manifest");
+    if (!why.empty()) {
+      if (refused)
+        *refused = true;
+      return "its signature is refused: " + why;
+    }
+  }
+  std::lock_guard<std::mutex> lock(accepted_mu);
+  if (accepted.size() >= kAcceptedManifests)
+    accepted.clear(); // a working set larger than this is decoded as before
+  accepted[k.hex()] = {statement, m};
+  return {};
+}
+
 std::string Cache::Impl::read_entry(const Key &k, const FileHandle &manifest, Entry &e, bool *refused) const {
   std::uint64_t msize = 0;
   if (!manifest.size(msize))
@@ -121,19 +151,9 @@ std::string Cache::Impl::read_entry(const Key &k, const FileHandle &manifest, En
   if (!manifest.read_all(mbytes, msize))
     return "cannot read the manifest";
   e.statement.assign(mbytes.begin(), mbytes.end());
-  std::string why = decode_manifest(e.statement, e.manifest);
+  std::string why = accept_manifest(k, e.statement, e.manifest, refused);
   if (!why.empty())
     return why;
-  if (e.manifest.key != k.hex())
-    return "manifest belongs to another key";
-  if (cfg.require_signed) {
-    why = check_signed(e.statement, e.manifest, "manifest");
-    if (!why.empty()) {
-      if (refused)
-        *refused = true;
-      return "its signature is refused: " + why;
-    }
-  }
   auto read_checked = [&](const char *ext, std::uint64_t size, const std::string &hash,
                           std::vector<std::uint8_t> &out) -> std::string {
     std::string p = file(k, ext);

@@ -40,6 +40,7 @@ inline bool is_entry_file(const std::string &ext) {
 }
 constexpr std::uint64_t kMaxManifestBytes = 16u << 20;
 constexpr std::chrono::seconds kAutoPruneInterval{3600};
+constexpr std::size_t kAcceptedManifests = 256; // Cache::Impl::accepted
 
 inline std::string errno_text(int e) { return std::strerror(e); }
 
@@ -129,6 +130,21 @@ struct HOTLINK_HIDDEN Cache::Impl {
   // Reads the files of the entry whose manifest `fd` holds (locked shared).
   // `refused`: the reason is its signature (not damage).
   std::string read_entry(const Key &k, const FileHandle &manifest, Entry &e, bool *refused = nullptr) const;
+  // The fields of a manifest read from `k`'s entry, checked (its key, and
+  // its signature where one is required), or why not.
+  std::string accept_manifest(const Key &k, const std::string &statement, Manifest &m, bool *refused) const;
+
+  // Manifests this Cache accepted lately, by key, with their statements: a
+  // hit reads the same statement again and again, and the same bytes
+  // decode to the same fields and pass the same trust set (fixed for the
+  // Cache), so they are not decoded and checked again. Bounded; the
+  // artifact is still read and its BLAKE3 checked at every read.
+  struct Accepted {
+    std::string statement;
+    Manifest manifest;
+  };
+  mutable std::mutex accepted_mu;
+  mutable std::map<std::string, Accepted> accepted;
 
   // A lookup that does not count; `touch` records the use. `key_locked`:
   // the caller holds the key's lock (so a corrupt entry can be removed).
