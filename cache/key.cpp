@@ -5,6 +5,9 @@
 #include "hotlink/blake3.h"
 
 #include <cctype>
+#include <mutex>
+#include <utility>
+#include <vector>
 
 namespace hotlink::cache {
 
@@ -60,9 +63,44 @@ std::string KeyBuilder::digest(const void *data, std::size_t size) {
   return trust::blake3_hex(data, size);
 }
 
+namespace {
+
+// Keys repeat: a JIT's cache hits ask for the same link again and again.
+// The last few encodings are kept with their digests (a pure function of
+// the bytes), and one met again byte for byte is compared, not hashed: a
+// link's 1.5 KB encoding costs 17K instructions to hash.
+constexpr std::size_t kRecentKeys = 16, kLargestRemembered = 16 << 10;
+
+struct RecentKeys {
+  std::mutex mu;
+  std::vector<std::pair<std::string, std::string>> encoded_hex; // oldest first
+};
+
+RecentKeys &recent_keys() {
+  static RecentKeys *r = new RecentKeys; // never destroyed: keys are made during exit too
+  return *r;
+}
+
+} // namespace
+
 Key KeyBuilder::finish() const {
   Key k;
+  RecentKeys &r = recent_keys();
+  if (encoding_.size() <= kLargestRemembered) {
+    std::lock_guard<std::mutex> lock(r.mu);
+    for (const auto &[encoded, hex] : r.encoded_hex)
+      if (encoded == encoding_) {
+        k.hex_ = hex;
+        return k;
+      }
+  }
   k.hex_ = trust::blake3_hex(encoding_.data(), encoding_.size());
+  if (encoding_.size() <= kLargestRemembered) {
+    std::lock_guard<std::mutex> lock(r.mu);
+    if (r.encoded_hex.size() == kRecentKeys)
+      r.encoded_hex.erase(r.encoded_hex.begin());
+    r.encoded_hex.emplace_back(encoding_, k.hex_);
+  }
   return k;
 }
 
