@@ -29,11 +29,10 @@ bool same_file(int fd, const std::string &path);
 
 // Liveness, told one way for every file a live process owns (a cache
 // temporary, a link's named temporary, a load directory's .lock): its
-// owner holds it locked (flock; on Windows, open for itself alone or
-// locked with LockFileEx) for as long as it lives, and the system drops
-// the lock however the owner ends. Neither a process id (reused, and
-// meaningless across containers that share a directory) nor an age (a
-// guess) is asked.
+// owner holds it locked (flock; on Windows, LockFileEx) for as long as
+// it lives, and the system drops the lock however the owner ends.
+// Neither a process id (reused, and meaningless across containers that
+// share a directory) nor an age (a guess) is asked.
 //
 // Takes ownership of `fd`, just opened at `path` (POSIX): its exclusive
 // lock, held until `fd` is closed. False when another holds it, or when
