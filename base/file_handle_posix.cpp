@@ -46,14 +46,6 @@ void FileHandle::unlock() { ::flock(static_cast<int>(native_), LOCK_UN); }
 
 bool FileHandle::names(const std::string &path) const { return same_file(static_cast<int>(native_), path); }
 
-bool FileHandle::size(std::uint64_t &out) const {
-  struct stat st;
-  if (::fstat(static_cast<int>(native_), &st) != 0)
-    return false;
-  out = static_cast<std::uint64_t>(st.st_size);
-  return true;
-}
-
 bool FileHandle::size_and_mtime(std::uint64_t &size, std::int64_t &mtime_ns) const {
   struct stat st;
   if (::fstat(static_cast<int>(native_), &st) != 0)

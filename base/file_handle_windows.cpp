@@ -90,14 +90,6 @@ bool FileHandle::names(const std::string &path) const {
   return same;
 }
 
-bool FileHandle::size(std::uint64_t &out) const {
-  LARGE_INTEGER s;
-  if (!GetFileSizeEx(as_handle(native_), &s))
-    return false;
-  out = static_cast<std::uint64_t>(s.QuadPart);
-  return true;
-}
-
 bool FileHandle::size_and_mtime(std::uint64_t &size, std::int64_t &mtime_ns) const {
   BY_HANDLE_FILE_INFORMATION info;
   if (!GetFileInformationByHandle(as_handle(native_), &info))

@@ -35,32 +35,6 @@ using base::widen;
 
 std::string last_error() { return base::system_message(GetLastError()); }
 
-// Writes the copy, refusing an existing file: false with GetLastError()'s
-// code in `error` (ERROR_FILE_EXISTS when it is there).
-bool write_new(const std::wstring &path, const void *data, std::size_t size, DWORD &error) {
-  HANDLE h = CreateFileW(path.c_str(), GENERIC_WRITE, 0, nullptr, CREATE_NEW, FILE_ATTRIBUTE_NORMAL, nullptr);
-  if (h == INVALID_HANDLE_VALUE) {
-    error = GetLastError();
-    return false;
-  }
-  const char *p = static_cast<const char *>(data);
-  bool ok = true;
-  while (ok && size > 0) {
-    DWORD chunk = size > (1u << 30) ? (1u << 30) : static_cast<DWORD>(size), wrote = 0;
-    ok = WriteFile(h, p, chunk, &wrote, nullptr) && wrote > 0;
-    p += wrote;
-    size -= wrote;
-  }
-  error = ok ? 0 : GetLastError();
-  if (!CloseHandle(h) && ok) {
-    ok = false;
-    error = GetLastError();
-  }
-  if (!ok)
-    DeleteFileW(path.c_str());
-  return ok;
-}
-
 std::wstring without_extension(const std::wstring &path) {
   std::size_t dot = path.rfind(L'.'), slash = path.find_last_of(L"\\/");
   return dot != std::wstring::npos && (slash == std::wstring::npos || dot > slash) ? path.substr(0, dot) : path;
@@ -119,14 +93,17 @@ Expected<std::unique_ptr<Library>> load_copy(const std::vector<std::uint8_t> &by
     std::string version_dir = dir.path + "\\" + (attempt == 1 ? file : stem + "." + std::to_string(attempt) + ext);
     lib->copy_path_ = version_dir + "\\" + own;
     // The copy that serves again is looked for first, as on POSIX.
-    DWORD error = 0;
     if ((reused = store::reuse(dir, lib->copy_path_, bytes)))
       break;
-    if (int e = base::make_directory(version_dir); e != 0 && e != EEXIST)
+    if (int e = base::make_directory(version_dir); e != 0 && e != EEXIST) {
       why = std::strerror(e);
-    else if (!(written = write_new(widen(lib->copy_path_), bytes.data(), bytes.size(), error)) &&
-             error != ERROR_FILE_EXISTS && error != ERROR_ALREADY_EXISTS)
-      why = base::system_message(error);
+    } else {
+      // A partly written copy is removed with `lib` (not yet kept).
+      auto failed = base::create_file(lib->copy_path_, bytes.data(), bytes.size());
+      written = !failed;
+      if (failed && failed->errnum != EEXIST)
+        why = failed->to_string();
+    }
   }
   if (!written && !reused) {
     std::string where = lib->copy_path_;
