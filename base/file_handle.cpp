@@ -22,8 +22,9 @@ FileHandle &FileHandle::operator=(FileHandle &&o) noexcept {
 FileHandle::operator bool() const { return native_ != -1; }
 
 bool FileHandle::size(std::uint64_t &out) const {
-  std::int64_t mtime_ns = 0;
-  return size_and_mtime(out, mtime_ns);
+  FileIdentity id = identity();
+  out = id.size;
+  return id.exists;
 }
 
 bool FileHandle::lock_until(Lock lock, std::chrono::steady_clock::time_point deadline) {

@@ -21,6 +21,8 @@
 #include <string>
 #include <vector>
 
+#include "base/files.h"
+
 namespace hotlink::base {
 
 // Where a lock lies on Windows: one byte at 2^62, past any data.
@@ -60,8 +62,9 @@ public:
 
   // Its size in bytes, or false.
   bool size(std::uint64_t &out) const;
-  // Its size and modification time (ns from the Unix epoch), or false.
-  bool size_and_mtime(std::uint64_t &size, std::int64_t &mtime_ns) const;
+  // What the file is now (base/files.h); exists is false when it cannot
+  // be asked.
+  FileIdentity identity() const;
   // Reads exactly `size` bytes from its start into `out`.
   bool read_all(std::vector<std::uint8_t> &out, std::uint64_t size) const;
   // Reads up to `size` bytes at `offset`; how many were read, or -1.

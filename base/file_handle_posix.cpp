@@ -46,14 +46,7 @@ void FileHandle::unlock() { ::flock(static_cast<int>(native_), LOCK_UN); }
 
 bool FileHandle::names(const std::string &path) const { return same_file(static_cast<int>(native_), path); }
 
-bool FileHandle::size_and_mtime(std::uint64_t &size, std::int64_t &mtime_ns) const {
-  struct stat st;
-  if (::fstat(static_cast<int>(native_), &st) != 0)
-    return false;
-  size = static_cast<std::uint64_t>(st.st_size);
-  mtime_ns = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-  return true;
-}
+FileIdentity FileHandle::identity() const { return identify_open_file(static_cast<int>(native_)); }
 
 bool FileHandle::read_all(std::vector<std::uint8_t> &out, std::uint64_t size) const {
   return read_exact(static_cast<int>(native_), out, size);

@@ -90,14 +90,7 @@ bool FileHandle::names(const std::string &path) const {
   return same;
 }
 
-bool FileHandle::size_and_mtime(std::uint64_t &size, std::int64_t &mtime_ns) const {
-  BY_HANDLE_FILE_INFORMATION info;
-  if (!GetFileInformationByHandle(as_handle(native_), &info))
-    return false;
-  size = (static_cast<std::uint64_t>(info.nFileSizeHigh) << 32) | info.nFileSizeLow;
-  mtime_ns = unix_ns(info.ftLastWriteTime);
-  return true;
-}
+FileIdentity FileHandle::identity() const { return identify_handle(as_handle(native_)); }
 
 long long FileHandle::read_at(void *data, std::size_t size, std::uint64_t offset) const {
   OVERLAPPED o = at(offset);

@@ -27,6 +27,10 @@ bool read_exact(int fd, std::vector<std::uint8_t> &out, std::uint64_t size);
 // lock, which a remover takes before it unlinks the file.
 bool same_file(int fd, const std::string &path);
 
+// base::FileIdentity (below) of the file `fd` has open (fstat).
+struct FileIdentity;
+FileIdentity identify_open_file(int fd);
+
 // Liveness, told one way for every file a live process owns (a cache
 // temporary, a link's named temporary, a load directory's .lock): its
 // owner holds it locked (flock; on Windows, LockFileEx) for as long as
@@ -84,19 +88,45 @@ std::optional<FileError> read_file(const std::string &path, std::vector<std::uin
                                    std::uint64_t most = UINT64_MAX);
 
 // What a file is now, to tell that it changed (a Watcher polls it): on
-// POSIX its inode, size and mtime; on Windows its size and last write
-// time (100 ns steps). mtime_ns counts from the Unix epoch on both. Two
-// identities differ when the file was replaced or rewritten.
+// POSIX its device, inode, size, mtime and ctime; on Windows its volume,
+// file index, size, last write and change times (100 ns steps), where the
+// file system reports them. Times count from the Unix epoch on both. Two
+// identities differ (!=) when the file was replaced or rewritten.
+//
+// holds_same_bytes: a file whose identity is equal in every field to one
+// taken when its bytes were read has those bytes still, provided that
+// identity was settled() when they were read: every write, rename or
+// chmod sets the ctime to the clock, and a ctime older than the clock by
+// more than a tick (kSettledNs) cannot be set again by a later change.
+// Not proof against a file system whose clock is coarser than that (1 s
+// timestamps), nor against a writer who sets the clock back; hotlink's own
+// files are never rewritten in place, so what this tells apart is
+// replacement, removal and tampering.
+constexpr std::int64_t kSettledNs = 50'000'000;
+// A file whose time records its last use (a cache entry's manifest, a kept
+// image) has it set again only when it is older than this: the prunes that
+// read it order by it, and a JIT's hits would otherwise write it (and
+// change its identity) at each use.
+constexpr std::int64_t kLastUseGrainNs = 60'000'000'000;
 struct FileIdentity {
   bool exists = false;
   bool directory = false;
-  unsigned long long inode = 0, size = 0;
-  long long mtime_ns = 0;
+  unsigned long long device = 0, inode = 0, size = 0;
+  long long mtime_ns = 0, ctime_ns = 0;
   bool operator!=(const FileIdentity &o) const {
     return exists != o.exists || inode != o.inode || size != o.size || mtime_ns != o.mtime_ns;
   }
+  bool settled(std::int64_t now_ns) const { return exists && ctime_ns != 0 && ctime_ns <= now_ns - kSettledNs; }
+  bool holds_same_bytes(const FileIdentity &then) const {
+    return exists && then.exists && device == then.device && inode == then.inode && size == then.size &&
+           mtime_ns == then.mtime_ns && ctime_ns == then.ctime_ns;
+  }
 };
+// Following a symbolic link; exists is false when there is nothing there
+// or it cannot be read.
 FileIdentity identify_file(const std::string &path);
+// The file system's clock now, ns from the Unix epoch.
+std::int64_t file_clock_ns();
 
 // The file's mode ("0644") when its group or others may read or write it;
 // nullopt when only its owner may, or where this is not known (Windows:

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 namespace hotlink::base {
@@ -112,17 +113,36 @@ void remove_tree(const std::string &dir) {
   ::rmdir(dir.c_str());
 }
 
-FileIdentity identify_file(const std::string &path) {
+namespace {
+
+FileIdentity identity_of(const struct stat &st) {
   FileIdentity id;
-  struct stat st;
-  if (::stat(path.c_str(), &st) == 0) {
-    id.exists = true;
-    id.directory = S_ISDIR(st.st_mode);
-    id.inode = st.st_ino;
-    id.size = static_cast<unsigned long long>(st.st_size);
-    id.mtime_ns = static_cast<long long>(st.st_mtim.tv_sec) * 1000000000LL + st.st_mtim.tv_nsec;
-  }
+  id.exists = true;
+  id.directory = S_ISDIR(st.st_mode);
+  id.device = static_cast<unsigned long long>(st.st_dev);
+  id.inode = st.st_ino;
+  id.size = static_cast<unsigned long long>(st.st_size);
+  id.mtime_ns = static_cast<long long>(st.st_mtim.tv_sec) * 1000000000LL + st.st_mtim.tv_nsec;
+  id.ctime_ns = static_cast<long long>(st.st_ctim.tv_sec) * 1000000000LL + st.st_ctim.tv_nsec;
   return id;
+}
+
+} // namespace
+
+FileIdentity identify_open_file(int fd) {
+  struct stat st;
+  return ::fstat(fd, &st) == 0 ? identity_of(st) : FileIdentity{};
+}
+
+FileIdentity identify_file(const std::string &path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 ? identity_of(st) : FileIdentity{};
+}
+
+std::int64_t file_clock_ns() {
+  struct timespec now;
+  ::clock_gettime(CLOCK_REALTIME_COARSE, &now); // the clock file times are set from
+  return now.tv_sec * 1000000000ll + now.tv_nsec;
 }
 
 std::optional<std::string> open_to_others(const std::string &path) {

@@ -65,16 +65,39 @@ bool remove_if_abandoned(const std::string &path) {
   return h && h.try_lock(FileHandle::Lock::Exclusive) && remove_file(path) == 0;
 }
 
-FileIdentity identify_file(const std::string &path) {
+FileIdentity identify_handle(HANDLE h) {
   FileIdentity id;
-  WIN32_FILE_ATTRIBUTE_DATA a;
-  if (!GetFileAttributesExW(widen(path).c_str(), GetFileExInfoStandard, &a))
+  BY_HANDLE_FILE_INFORMATION info;
+  if (!GetFileInformationByHandle(h, &info))
     return id;
   id.exists = true;
-  id.directory = (a.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY) != 0;
-  id.size = (static_cast<unsigned long long>(a.nFileSizeHigh) << 32) | a.nFileSizeLow;
-  id.mtime_ns = unix_ns(a.ftLastWriteTime);
+  id.directory = (info.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY) != 0;
+  id.device = info.dwVolumeSerialNumber;
+  id.inode = (static_cast<unsigned long long>(info.nFileIndexHigh) << 32) | info.nFileIndexLow;
+  id.size = (static_cast<unsigned long long>(info.nFileSizeHigh) << 32) | info.nFileSizeLow;
+  id.mtime_ns = unix_ns(info.ftLastWriteTime);
+  FILE_BASIC_INFO basic;
+  if (GetFileInformationByHandleEx(h, FileBasicInfo, &basic, sizeof basic))
+    id.ctime_ns = unix_ns(basic.ChangeTime.QuadPart);
   return id;
+}
+
+FileIdentity identify_file(const std::string &path) {
+  // Attributes only: no access that a writer or a remover would meet.
+  HANDLE h = CreateFileW(widen(path).c_str(), FILE_READ_ATTRIBUTES,
+                         FILE_SHARE_READ | FILE_SHARE_WRITE | FILE_SHARE_DELETE, nullptr, OPEN_EXISTING,
+                         FILE_FLAG_BACKUP_SEMANTICS, nullptr);
+  if (h == INVALID_HANDLE_VALUE)
+    return {};
+  FileIdentity id = identify_handle(h);
+  CloseHandle(h);
+  return id;
+}
+
+std::int64_t file_clock_ns() {
+  FILETIME now;
+  GetSystemTimeAsFileTime(&now); // the clock file times are set from
+  return unix_ns(now);
 }
 
 std::optional<std::string> open_to_others(const std::string &) { return std::nullopt; }

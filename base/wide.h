@@ -45,10 +45,14 @@ inline std::string system_message(DWORD code) {
 }
 
 // FILETIME counts 100 ns steps from 1601; hotlink's times count ns from 1970.
+inline std::int64_t unix_ns(std::int64_t ticks) { return (ticks - 116444736000000000LL) * 100; }
 inline std::int64_t unix_ns(const FILETIME &t) {
-  std::int64_t ticks = static_cast<std::int64_t>((static_cast<std::uint64_t>(t.dwHighDateTime) << 32) | t.dwLowDateTime);
-  return (ticks - 116444736000000000LL) * 100;
+  return unix_ns(static_cast<std::int64_t>((static_cast<std::uint64_t>(t.dwHighDateTime) << 32) | t.dwLowDateTime));
 }
+
+// base::FileIdentity of the file `h` has open (files_windows.cpp).
+struct FileIdentity;
+FileIdentity identify_handle(HANDLE h);
 
 // The errno that says what a GetLastError() code says.
 inline int errno_of_windows(DWORD e) {

@@ -3,11 +3,9 @@
 #include "cache/manifest.h"
 
 #include "hotlink/blake3.h"
+#include "trust/recent_digests.h"
 
 #include <cctype>
-#include <mutex>
-#include <utility>
-#include <vector>
 
 namespace hotlink::cache {
 
@@ -65,19 +63,10 @@ std::string KeyBuilder::digest(const void *data, std::size_t size) {
 
 namespace {
 
-// Keys repeat: a JIT's cache hits ask for the same link again and again.
-// The last few encodings are kept with their digests (a pure function of
-// the bytes), and one met again byte for byte is compared, not hashed: a
-// link's 1.5 KB encoding costs 17K instructions to hash.
-constexpr std::size_t kRecentKeys = 16, kLargestRemembered = 16 << 10;
-
-struct RecentKeys {
-  std::mutex mu;
-  std::vector<std::pair<std::string, std::string>> encoded_hex; // oldest first
-};
-
-RecentKeys &recent_keys() {
-  static RecentKeys *r = new RecentKeys; // never destroyed: keys are made during exit too
+// Keys repeat (a JIT's cache hits ask for the same link again and again):
+// a link's 1.5 KB encoding costs 17K instructions to hash.
+trust::RecentDigests &recent_keys() {
+  static auto *r = new trust::RecentDigests(16, 16 << 10); // never destroyed: keys are made during exit too
   return *r;
 }
 
@@ -85,22 +74,7 @@ RecentKeys &recent_keys() {
 
 Key KeyBuilder::finish() const {
   Key k;
-  RecentKeys &r = recent_keys();
-  if (encoding_.size() <= kLargestRemembered) {
-    std::lock_guard<std::mutex> lock(r.mu);
-    for (const auto &[encoded, hex] : r.encoded_hex)
-      if (encoded == encoding_) {
-        k.hex_ = hex;
-        return k;
-      }
-  }
-  k.hex_ = trust::blake3_hex(encoding_.data(), encoding_.size());
-  if (encoding_.size() <= kLargestRemembered) {
-    std::lock_guard<std::mutex> lock(r.mu);
-    if (r.encoded_hex.size() == kRecentKeys)
-      r.encoded_hex.erase(r.encoded_hex.begin());
-    r.encoded_hex.emplace_back(encoding_, k.hex_);
-  }
+  k.hex_ = recent_keys().blake3_hex(encoding_.data(), encoding_.size());
   return k;
 }
 

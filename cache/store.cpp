@@ -114,10 +114,10 @@ std::string Cache::Impl::check_signed(const std::string &text, Manifest &m, cons
 std::string Cache::Impl::accept_manifest(const Key &k, const std::string &statement, Manifest &m,
                                          bool *refused) const {
   {
-    std::lock_guard<std::mutex> lock(accepted_mu);
-    auto it = accepted.find(k.hex());
-    if (it != accepted.end() && it->second.statement == statement) {
-      m = it->second.manifest;
+    std::lock_guard<std::mutex> lock(known_mu);
+    auto it = known.find(k.hex());
+    if (it != known.end() && it->second->statement == statement) {
+      m = it->second->manifest;
       return {};
     }
   }
@@ -134,22 +134,76 @@ std::string Cache::Impl::accept_manifest(const Key &k, const std::string &statem
       return "its signature is refused: " + why;
     }
   }
-  std::lock_guard<std::mutex> lock(accepted_mu);
-  if (accepted.size() >= kAcceptedManifests)
-    accepted.clear(); // a working set larger than this is decoded as before
-  accepted[k.hex()] = {statement, m};
+  auto statement_only = std::make_shared<Known>();
+  statement_only->statement = statement;
+  statement_only->manifest = m;
+  remember(k, std::move(statement_only));
   return {};
 }
 
-std::string Cache::Impl::read_entry(const Key &k, const FileHandle &manifest, Entry &e, bool *refused) const {
-  std::uint64_t msize = 0;
-  if (!manifest.size(msize))
-    return "cannot stat the manifest";
-  if (msize > kMaxManifestBytes)
+void Cache::Impl::remember(const Key &k, std::shared_ptr<const Known> entry) const {
+  std::uint64_t bytes = 0;
+  if (!entry->files.empty())
+    for (const base::FileIdentity &f : entry->files)
+      bytes += f.size;
+  std::lock_guard<std::mutex> lock(known_mu);
+  auto it = known.find(k.hex());
+  if (it != known.end() && !it->second->files.empty())
+    for (const base::FileIdentity &f : it->second->files)
+      known_bytes -= f.size;
+  if ((it == known.end() && known.size() >= kKnownEntries) || known_bytes + bytes > kKnownBytes) {
+    known.clear(); // a working set larger than this is read as before
+    known_bytes = 0;
+  }
+  known_bytes += bytes;
+  known[k.hex()] = std::move(entry);
+}
+
+namespace {
+
+// An entry's files in the order read_entry reads them: the manifest, the
+// artifact, then the companions it names.
+std::vector<const char *> entry_files(const Manifest &m) {
+  std::vector<const char *> files = {kManifest, kArtifact};
+  for (const Companion &c : kCompanions)
+    if (!(m.*c.blake3).empty())
+      files.push_back(c.ext);
+  return files;
+}
+
+} // namespace
+
+std::optional<Entry> Cache::Impl::known_entry(const Key &k, bool touch) const {
+  std::shared_ptr<const Known> kn;
+  {
+    std::lock_guard<std::mutex> lock(known_mu);
+    auto it = known.find(k.hex());
+    if (it == known.end() || it->second->files.empty())
+      return std::nullopt;
+    kn = it->second;
+  }
+  std::vector<const char *> files = entry_files(kn->manifest);
+  if (files.size() != kn->files.size())
+    return std::nullopt;
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    base::FileIdentity now = base::identify_file(file(k, files[i]));
+    if (!now.holds_same_bytes(kn->files[i]))
+      return std::nullopt;
+    if (i == 0 && touch && base::file_clock_ns() - now.mtime_ns >= base::kLastUseGrainNs)
+      return std::nullopt; // its use is recorded where the entry is read
+  }
+  return kn->entry;
+}
+
+std::string Cache::Impl::read_entry(const Key &k, const FileHandle &manifest, const base::FileIdentity &manifest_id,
+                                    Entry &e, bool *refused, std::vector<base::FileIdentity> *files) const {
+  if (manifest_id.size > kMaxManifestBytes)
     return "manifest is implausibly large";
   std::vector<std::uint8_t> mbytes;
-  if (!manifest.read_all(mbytes, msize))
+  if (!manifest.read_all(mbytes, manifest_id.size))
     return "cannot read the manifest";
+  if (files)
+    files->push_back(manifest_id);
   e.statement.assign(mbytes.begin(), mbytes.end());
   std::string why = accept_manifest(k, e.statement, e.manifest, refused);
   if (!why.empty())
@@ -160,14 +214,16 @@ std::string Cache::Impl::read_entry(const Key &k, const FileHandle &manifest, En
     FileHandle f = FileHandle::open(p, FileHandle::Access::Read);
     if (!f)
       return std::string(ext + 1) + " file is missing";
-    std::uint64_t fsize = 0;
-    if (!f.size(fsize) || fsize != size)
+    base::FileIdentity id = f.identity();
+    if (!id.exists || id.size != size)
       return std::string(ext + 1) + " file has the wrong size (" +
-             std::to_string(fsize) + " bytes, manifest says " + std::to_string(size) + ")";
+             std::to_string(id.size) + " bytes, manifest says " + std::to_string(size) + ")";
     if (!f.read_all(out, size))
       return std::string("cannot read the ") + (ext + 1) + " file";
     if (trust::blake3_hex(out.data(), out.size()) != hash)
       return std::string(ext + 1) + " file's BLAKE3 does not match the manifest";
+    if (files)
+      files->push_back(id);
     return {};
   };
   why = read_checked(kArtifact, e.manifest.size, e.manifest.blake3, e.artifact.bytes);
@@ -192,6 +248,8 @@ std::string Cache::Impl::read_entry(const Key &k, const FileHandle &manifest, En
 
 Lookup Cache::Impl::find(const Key &k, bool touch, bool key_locked) {
   Lookup out;
+  if ((out.entry = known_entry(k, touch)))
+    return out;
   std::string m = file(k, kManifest);
   for (int attempt = 0; attempt < 4; ++attempt) {
     FileHandle fd = FileHandle::open(m, FileHandle::Access::Read);
@@ -199,14 +257,26 @@ Lookup Cache::Impl::find(const Key &k, bool touch, bool key_locked) {
       return out; // no entry
     if (!fd.lock(FileHandle::Lock::Shared))
       return out;
-    if (!fd.names(m))
+    std::int64_t read_at = base::file_clock_ns();
+    base::FileIdentity id = fd.identity(), at_path = base::identify_file(m);
+    if (!id.exists || !at_path.exists || at_path.device != id.device || at_path.inode != id.inode)
       continue; // removed or replaced while we waited: look again
     Entry e;
     bool refused = false;
-    std::string why = read_entry(k, fd, e, &refused);
+    std::vector<base::FileIdentity> files;
+    std::string why = read_entry(k, fd, id, e, &refused, &files);
     if (why.empty()) {
-      if (touch)
-        (void)fd.touch();
+      // Its last use, for the prune (to the minute).
+      bool touched = touch && read_at - id.mtime_ns >= base::kLastUseGrainNs && fd.touch();
+      if (!touched && std::all_of(files.begin(), files.end(),
+                                  [&](const base::FileIdentity &f) { return f.settled(read_at); })) {
+        auto kn = std::make_shared<Known>();
+        kn->statement = e.statement;
+        kn->manifest = e.manifest;
+        kn->files = std::move(files);
+        kn->entry = e;
+        remember(k, std::move(kn));
+      }
       out.entry = std::move(e);
       return out;
     }

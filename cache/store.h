@@ -40,7 +40,9 @@ inline bool is_entry_file(const std::string &ext) {
 }
 constexpr std::uint64_t kMaxManifestBytes = 16u << 20;
 constexpr std::chrono::seconds kAutoPruneInterval{3600};
-constexpr std::size_t kAcceptedManifests = 256; // Cache::Impl::accepted
+// Cache::Impl::known: entries, and the bytes of their files in all.
+constexpr std::size_t kKnownEntries = 256;
+constexpr std::uint64_t kKnownBytes = 16u << 20;
 
 inline std::string errno_text(int e) { return std::strerror(e); }
 
@@ -127,24 +129,40 @@ struct HOTLINK_HIDDEN Cache::Impl {
   // Returns why it is refused, or empty.
   std::string check_signed(const std::string &text, Manifest &m, const std::string &name) const;
 
-  // Reads the files of the entry whose manifest `fd` holds (locked shared).
-  // `refused`: the reason is its signature (not damage).
-  std::string read_entry(const Key &k, const FileHandle &manifest, Entry &e, bool *refused = nullptr) const;
+  // Reads the files of the entry whose manifest `fd` holds (locked shared;
+  // `manifest_id` its identity). `refused`: the reason is its signature
+  // (not damage). `files`, when given, gets the identity of each file read
+  // (the manifest first, then the artifact and companions).
+  std::string read_entry(const Key &k, const FileHandle &manifest, const base::FileIdentity &manifest_id, Entry &e,
+                         bool *refused = nullptr, std::vector<base::FileIdentity> *files = nullptr) const;
   // The fields of a manifest read from `k`'s entry, checked (its key, and
   // its signature where one is required), or why not.
   std::string accept_manifest(const Key &k, const std::string &statement, Manifest &m, bool *refused) const;
 
-  // Manifests this Cache accepted lately, by key, with their statements: a
-  // hit reads the same statement again and again, and the same bytes
-  // decode to the same fields and pass the same trust set (fixed for the
-  // Cache), so they are not decoded and checked again. Bounded; the
-  // artifact is still read and its BLAKE3 checked at every read.
-  struct Accepted {
+  // Entries this Cache read lately, by key (kKnownEntries, their files up
+  // to kKnownBytes in all):
+  // - the statement it accepted, with its fields: the same bytes decode to
+  //   the same fields and pass the same trust set (fixed for the Cache), so
+  //   a statement read again is not decoded and checked again;
+  // - when its files were read and verified while their identities were
+  //   settled (base::FileIdentity::holds_same_bytes), those identities and
+  //   the entry: a lookup whose files show the same identities still (a
+  //   stat each) is answered with it, not read and hashed again. A store,
+  //   a prune, a removal, a tamper or a touch changes an identity; the
+  //   entry is then read and verified as on a first lookup.
+  struct Known {
     std::string statement;
     Manifest manifest;
+    std::vector<base::FileIdentity> files; // empty: the statement alone is known
+    Entry entry;
   };
-  mutable std::mutex accepted_mu;
-  mutable std::map<std::string, Accepted> accepted;
+  mutable std::mutex known_mu;
+  mutable std::map<std::string, std::shared_ptr<const Known>> known;
+  mutable std::uint64_t known_bytes = 0;
+  // The known entry of `k`, when its files still hold what was read (and,
+  // with `touch`, its last use is recent enough not to be set again).
+  std::optional<Entry> known_entry(const Key &k, bool touch) const;
+  void remember(const Key &k, std::shared_ptr<const Known> entry) const;
 
   // A lookup that does not count; `touch` records the use. `key_locked`:
   // the caller holds the key's lock (so a corrupt entry can be removed).

@@ -31,18 +31,27 @@ const std::string kPrefix = "hotlink-load-";
 // small images.
 constexpr std::int64_t kPruneIntervalNs = 3600ll * 1000000000;
 constexpr const char *kPruneStamp = ".pruned"; // its mtime: the last prune
-// A reused copy's time is set to now only when it is older than this.
-constexpr std::int64_t kTouchGrainNs = 60ll * 1000000000;
 // A process owns the first free slot: the store holds as many as
 // processes ever used it at once.
 constexpr int kMaxSlots = 4096;
 
 std::mutex g_mu; // everything below
-std::set<std::string> g_mapped; // this process's mapped copies
+// What this process knows of a copy's bytes: their BLAKE3 (hex), and the
+// file's identity when it compared them with its own (settled; exists
+// false otherwise).
+struct Seen {
+  std::string blake3;
+  base::FileIdentity identity;
+};
+std::map<std::string, Seen> g_mapped; // this process's mapped copies
 // Copies this process mapped and has unmapped since, by the process that
 // did (a forked child inherits the parent's, and may not reuse them: the
 // parent may map them again, and forwarding writes into a mapped copy).
-std::map<std::string, std::uint64_t> g_released;
+struct Released {
+  std::uint64_t process = 0;
+  Seen seen;
+};
+std::map<std::string, Released> g_released;
 std::map<std::string, std::uint64_t> g_written_bytes; // per store, since its last prune
 
 // --- Directories ---------------------------------------------------------------------
@@ -294,7 +303,7 @@ void prune_locked(const std::string &store, const std::string &mine, const LoadO
     residents.push_back({im.size, im.mtime, im.mapped}); // a mapped image is never removed
   }
   base::EvictionLimits limits{options.keep_max_bytes, 0, options.keep_max_age, /*tenth_free=*/false};
-  base::evict_least_recent(residents, limits, host::now_ns(), [&](std::size_t i) {
+  base::evict_least_recent(residents, limits, base::file_clock_ns(), [&](std::size_t i) {
     for (const std::string &n : all[i]->names)
       base::remove_file(n);
     if (!all[i]->directory.empty())
@@ -310,7 +319,7 @@ void prune_locked(const std::string &store, const std::string &mine, const LoadO
 
 bool pruned_lately(const std::string &store) {
   base::FileIdentity stamp = base::identify_file(join(store, kPruneStamp));
-  return stamp.exists && host::now_ns() - stamp.mtime_ns < kPruneIntervalNs;
+  return stamp.exists && base::file_clock_ns() - stamp.mtime_ns < kPruneIntervalNs;
 }
 
 // The store's process directory, made on first use of each store.
@@ -330,7 +339,7 @@ const CopyDirectory *store_directory(const std::string &store, const LoadOptions
       entry->error = why;
       return nullptr;
     }
-    entry->taken_ns = host::now_ns();
+    entry->taken_ns = base::file_clock_ns();
     entry->kept = true;
     entry->store = store;
     if (!pruned_lately(store))
@@ -350,13 +359,14 @@ const CopyDirectory &copy_directory(const LoadOptions &options) {
 }
 
 void kept(const CopyDirectory &dir, const std::string &path, const std::vector<std::uint8_t> &bytes,
-          const std::string *build_id, bool written, const LoadOptions &options) {
+          const std::string *build_id, bool written, const LoadOptions &options, const std::string &blake3,
+          const base::FileIdentity &seen) {
   if (!dir.kept)
     return;
   if (written)
     host::index_copy(dir.store, path, bytes, build_id);
   std::lock_guard<std::mutex> lock(g_mu);
-  g_mapped.insert(path);
+  g_mapped[path] = {blake3, seen};
   if (!written)
     return;
   std::uint64_t &since = g_written_bytes[dir.store];
@@ -367,33 +377,54 @@ void kept(const CopyDirectory &dir, const std::string &path, const std::vector<s
   }
 }
 
-bool reuse(const CopyDirectory &dir, const std::string &path, const std::vector<std::uint8_t> &bytes) {
+bool reuse(const CopyDirectory &dir, const std::string &path, const std::vector<std::uint8_t> &bytes,
+           const std::string &blake3, base::FileIdentity &seen) {
+  seen = {};
   if (!dir.kept)
     return false;
   bool released = false;
+  base::FileIdentity known;
   {
     std::lock_guard<std::mutex> lock(g_mu);
     if (g_mapped.count(path))
       return false; // mapped now: a second dlopen of it would be the same library
     auto r = g_released.find(path);
-    released = r != g_released.end() && r->second == host::process_id();
+    released = r != g_released.end() && r->second.process == host::process_id();
+    if (released && !blake3.empty() && r->second.seen.blake3 == blake3)
+      known = r->second.seen.identity;
   }
-  FileHandle f = FileHandle::open(path, FileHandle::Access::Read);
-  std::uint64_t size = 0;
-  std::int64_t mtime = 0;
-  std::vector<std::uint8_t> there;
-  if (!f || !f.size_and_mtime(size, mtime) || !(released || mtime < dir.taken_ns) || size != bytes.size() ||
-      !f.read_all(there, size) || there != bytes)
-    return false;
+  base::FileIdentity now;
+  if (known.exists && (now = base::identify_file(path)).holds_same_bytes(known)) {
+    seen = known;
+  } else {
+    FileHandle f = FileHandle::open(path, FileHandle::Access::Read);
+    std::int64_t read_at = base::file_clock_ns();
+    now = f.identity();
+    std::vector<std::uint8_t> there;
+    if (!f || !now.exists || !(released || now.mtime_ns < dir.taken_ns) || now.size != bytes.size() ||
+        !f.read_all(there, now.size) || there != bytes)
+      return false;
+    if (now.settled(read_at))
+      seen = now;
+  }
   // Its time is its last use, to the prune; within a minute is close
-  // enough (a JIT's hits would otherwise write it at each load).
-  return host::now_ns() - mtime < kTouchGrainNs || f.touch();
+  // enough (a JIT's hits would otherwise write it at each load). Setting
+  // it changes the identity: the next reuse compares the bytes again.
+  if (base::file_clock_ns() - now.mtime_ns < base::kLastUseGrainNs)
+    return true;
+  seen = {};
+  FileHandle f = FileHandle::open(path, FileHandle::Access::Read);
+  return f && f.touch();
 }
 
 void unmapped(const std::string &path) {
   std::lock_guard<std::mutex> lock(g_mu);
-  g_mapped.erase(path);
-  g_released[path] = host::process_id();
+  auto m = g_mapped.find(path);
+  Released &r = g_released[path];
+  r.process = host::process_id();
+  r.seen = m != g_mapped.end() ? m->second : Seen{};
+  if (m != g_mapped.end())
+    g_mapped.erase(m);
 }
 
 } // namespace hotlink::loader::store

@@ -69,9 +69,12 @@ const CopyDirectory &copy_directory(const LoadOptions &options);
 // index it (POSIX: link it by build-id, the caller's `build_id`, read
 // from the bytes when null; a reused copy has its links: they are names
 // of its inode, which a prune removes together) and count it against the
-// bound; protect it from pruning while it is mapped.
+// bound; protect it from pruning while it is mapped. `blake3` names its
+// bytes (hex; empty when unknown) and `seen` is what reuse() found the
+// file to be when it compared them (exists false when it did not).
 void kept(const CopyDirectory &dir, const std::string &path, const std::vector<std::uint8_t> &bytes,
-          const std::string *build_id, bool written, const LoadOptions &options);
+          const std::string *build_id, bool written, const LoadOptions &options, const std::string &blake3,
+          const base::FileIdentity &seen);
 // When the taken name `path`, in a directory of the store, holds a copy of
 // these same bytes that an earlier owner of the directory left (names
 // repeat from one owner to the next), or that this process mapped and has
@@ -82,7 +85,13 @@ void kept(const CopyDirectory &dir, const std::string &path, const std::vector<s
 // directory with numbered duplicates nor writes the same file each time. A copy mapped now is
 // never one (each load maps a copy of its own), nor one its parent made
 // since it took the directory (the parent may still map it).
-bool reuse(const CopyDirectory &dir, const std::string &path, const std::vector<std::uint8_t> &bytes);
+//
+// The bytes are compared with the file's, except for a copy this process
+// compared before (same `blake3`) whose identity still shows the same
+// bytes (base::FileIdentity::holds_same_bytes): a JIT's hit then costs one
+// stat, not an open and a read. `seen` is set for kept().
+bool reuse(const CopyDirectory &dir, const std::string &path, const std::vector<std::uint8_t> &bytes,
+           const std::string &blake3, base::FileIdentity &seen);
 // It is unmapped: it may be pruned from now on.
 void unmapped(const std::string &path);
 

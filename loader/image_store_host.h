@@ -37,7 +37,4 @@ char separator();
 // This process, to tell a forked child from its parent.
 std::uint64_t process_id();
 
-// Now on the file system's clock, in ns from the Unix epoch.
-std::int64_t now_ns();
-
 } // namespace hotlink::loader::store::host

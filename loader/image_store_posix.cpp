@@ -136,10 +136,4 @@ std::uint64_t process_id() {
   return static_cast<std::uint64_t>(pid);
 }
 
-std::int64_t now_ns() {
-  struct timespec now;
-  ::clock_gettime(CLOCK_REALTIME_COARSE, &now); // the file system's clock
-  return now.tv_sec * 1000000000ll + now.tv_nsec;
-}
-
 } // namespace hotlink::loader::store::host

@@ -68,10 +68,4 @@ char separator() { return '\\'; }
 
 std::uint64_t process_id() { return GetCurrentProcessId(); }
 
-std::int64_t now_ns() {
-  FILETIME now;
-  GetSystemTimeAsFileTime(&now);
-  return base::unix_ns(now);
-}
-
 } // namespace hotlink::loader::store::host

@@ -71,18 +71,20 @@ void *Library::symbol(const std::string &name) const { return dlsym(handle_, nam
 
 Expected<std::unique_ptr<Library>> load_private(const std::vector<std::uint8_t> &bytes,
                                                 const std::string &name, const LoadOptions &options) {
-  return load_copy(bytes, name, options, nullptr);
+  return load_copy(bytes, name, options, nullptr, nullptr);
 }
 
 Expected<std::unique_ptr<Library>> load_copy(const std::vector<std::uint8_t> &bytes, const std::string &name,
-                                             const LoadOptions &options, const std::string *build_id) {
+                                             const LoadOptions &options, const std::string *build_id,
+                                             const std::string *known_blake3) {
   const store::CopyDirectory &dir = store::copy_directory(options);
   if (dir.path.empty())
     return make_error(ErrorCode::LoadFailed, "no directory for private copies: " + dir.error, name, {},
                       "make /dev/shm or $TMPDIR writable, or set HOTLINK_TMPDIR");
   std::unique_ptr<Library> lib(new Library);
   lib->name_ = name;
-  std::string file = clean_file_name(options.file_name.empty() ? copy_file_name(name, options.version, blake3_hex(bytes))
+  std::string blake3 = known_blake3 ? *known_blake3 : image_blake3(bytes);
+  std::string file = clean_file_name(options.file_name.empty() ? copy_file_name(name, options.version, blake3)
                                                      : options.file_name);
   // The name is taken when this process (or a forked child, which shares
   // the directory) maps a copy of the same bytes under it, or when another
@@ -91,13 +93,14 @@ Expected<std::unique_ptr<Library>> load_copy(const std::vector<std::uint8_t> &by
   // unmapped, is this load's copy (store::reuse).
   int fd = -1;
   bool reused = false;
+  base::FileIdentity seen;
   auto [stem, ext] = split_extension(file);
   for (int attempt = 1; attempt <= 1000 && fd < 0 && !reused; ++attempt) {
     std::string f = attempt == 1 ? file : stem + "." + std::to_string(attempt) + ext;
     lib->copy_path_ = dir.path + "/" + f;
     // The copy that serves again is looked for first: a JIT's cache hits
     // find it, and a name that is free costs one failed open.
-    if ((reused = store::reuse(dir, lib->copy_path_, bytes)))
+    if ((reused = store::reuse(dir, lib->copy_path_, bytes, blake3, seen)))
       break;
     // Read-only from its creation: nobody changes it after it was verified
     // (the descriptor opened here still writes it).
@@ -127,7 +130,7 @@ Expected<std::unique_ptr<Library>> load_copy(const std::vector<std::uint8_t> &by
   }
   find_ranges(lib->handle_, lib->base_, lib->ranges_);
   lib->kept_ = dir.kept;
-  store::kept(dir, lib->copy_path_, bytes, build_id, /*written=*/!reused, options);
+  store::kept(dir, lib->copy_path_, bytes, build_id, /*written=*/!reused, options, blake3, seen);
   return lib;
 }
 

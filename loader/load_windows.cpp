@@ -65,12 +65,13 @@ void *Library::symbol(const std::string &name) const {
 
 Expected<std::unique_ptr<Library>> load_private(const std::vector<std::uint8_t> &bytes,
                                                 const std::string &name, const LoadOptions &options) {
-  return load_copy(bytes, name, options, nullptr);
+  return load_copy(bytes, name, options, nullptr, nullptr);
 }
 
 // No build-id indexes a PE image: `build_id` is unused.
 Expected<std::unique_ptr<Library>> load_copy(const std::vector<std::uint8_t> &bytes, const std::string &name,
-                                             const LoadOptions &options, const std::string *) {
+                                             const LoadOptions &options, const std::string *,
+                                             const std::string *known_blake3) {
   const store::CopyDirectory &dir = store::copy_directory(options);
   if (dir.path.empty())
     return make_error(ErrorCode::LoadFailed, "no directory for private copies: " + dir.error, name, {},
@@ -81,19 +82,20 @@ Expected<std::unique_ptr<Library>> load_copy(const std::vector<std::uint8_t> &by
   // keeps its own, which its PDB matches. A directory whose DLL is another
   // copy gets .K before its extension (K = 2, 3, ...), unless that copy can
   // serve again (store::reuse).
-  std::string file = clean_file_name(options.file_name.empty()
-                                         ? copy_file_name(name, options.version, blake3_hex(bytes))
-                                         : options.file_name);
+  std::string blake3 = known_blake3 ? *known_blake3 : image_blake3(bytes);
+  std::string file = clean_file_name(options.file_name.empty() ? copy_file_name(name, options.version, blake3)
+                                                               : options.file_name);
   std::string own = name.substr(name.find_last_of("\\/") + 1);
   auto [stem, ext] = split_extension(file);
   bool written = false, reused = false;
+  base::FileIdentity seen;
   std::string why;
   for (int attempt = 1; attempt <= 1000 && !written && !reused && why.empty(); ++attempt) {
     // Backslashes, as in the store's paths: LoadLibraryExW's altered search path wants them.
     std::string version_dir = dir.path + "\\" + (attempt == 1 ? file : stem + "." + std::to_string(attempt) + ext);
     lib->copy_path_ = version_dir + "\\" + own;
     // The copy that serves again is looked for first, as on POSIX.
-    if ((reused = store::reuse(dir, lib->copy_path_, bytes)))
+    if ((reused = store::reuse(dir, lib->copy_path_, bytes, blake3, seen)))
       break;
     if (int e = base::make_directory(version_dir); e != 0 && e != EEXIST) {
       why = std::strerror(e);
@@ -129,7 +131,7 @@ Expected<std::unique_ptr<Library>> load_copy(const std::vector<std::uint8_t> &by
   lib->base_ = reinterpret_cast<std::uintptr_t>(h);
   lib->ranges_.push_back({lib->base_, lib->base_ + nt->OptionalHeader.SizeOfImage});
   lib->kept_ = dir.kept;
-  store::kept(dir, lib->copy_path_, bytes, nullptr, written, options);
+  store::kept(dir, lib->copy_path_, bytes, nullptr, written, options, blake3, seen);
   return lib;
 }
 

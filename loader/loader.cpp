@@ -1,6 +1,7 @@
 #include "hotlink/load.h"
 #include "loader/halide_abi.h"
 #include "loader/platform.h"
+#include "trust/recent_digests.h"
 
 #include <cctype>
 #include <string>
@@ -22,6 +23,11 @@ std::string copy_file_name(const std::string &name, std::uint64_t version, const
   return stem + "." + (version ? "v" + std::to_string(version) + "." : std::string()) + hash.substr(0, 8) + ext;
 }
 
+std::string image_blake3(const std::vector<std::uint8_t> &bytes) {
+  static auto *recent = new trust::RecentDigests(8, 256 << 10); // never destroyed: loads happen during exit
+  return recent->blake3_hex(bytes.data(), bytes.size());
+}
+
 std::string clean_file_name(const std::string &s) {
   std::string out;
   for (char c : s.substr(0, 96))
@@ -38,7 +44,8 @@ Expected<VerifiedLibrary> load_verified(const std::vector<std::uint8_t> &bytes, 
   if (load.file_name.empty())
     load.file_name = copy_file_name(name, load.version,
                                     verified->sha256.empty() ? verified->blake3 : verified->sha256);
-  auto lib = load_copy(bytes, name, load, &verified->info.build_id);
+  auto lib = load_copy(bytes, name, load, &verified->info.build_id,
+                       verified->blake3.empty() ? nullptr : &verified->blake3);
   if (!lib)
     return lib.take_error();
   return VerifiedLibrary{std::move(lib.value()), std::move(verified.value())};

@@ -24,10 +24,17 @@ std::string copy_file_name(const std::string &name, std::uint64_t version, const
 // replaced by '_', at most 96 characters; "artifact" when empty.
 std::string clean_file_name(const std::string &s);
 
-// load_private, given the image's build-id when the caller has read it
-// already (load_verified: verify read it); nullptr: read here, where the
-// post-mortem store links copies by it.
+// load_private, given the image's build-id and BLAKE3 (hex) when the
+// caller has them already (load_verified: verify read them); nullptr:
+// found here, where the post-mortem store links copies by the build-id and
+// names them by the hash.
 Expected<std::unique_ptr<Library>> load_copy(const std::vector<std::uint8_t> &bytes, const std::string &name,
-                                             const LoadOptions &options, const std::string *build_id);
+                                             const LoadOptions &options, const std::string *build_id,
+                                             const std::string *blake3);
+
+// The BLAKE3 (hex) of an image's bytes, from memory when the same bytes
+// were loaded lately (trust/recent_digests.h: the last 8 images of up to
+// 256 KB): a JIT's cache hits load the same artifact again and again.
+std::string image_blake3(const std::vector<std::uint8_t> &bytes);
 
 } // namespace hotlink::loader

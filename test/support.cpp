@@ -29,6 +29,7 @@
 #include <dirent.h>
 #include <filesystem>
 #include <sys/file.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -346,5 +347,29 @@ IgnoreLeaks::~IgnoreLeaks() { __lsan_enable(); }
 IgnoreLeaks::IgnoreLeaks() = default;
 IgnoreLeaks::~IgnoreLeaks() = default;
 #endif
+
+OpenCounter::OpenCounter(const std::vector<std::string> &paths) {
+  fd_ = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  EXPECT_GE(fd_, 0) << std::strerror(errno);
+  for (const std::string &p : paths)
+    EXPECT_GE(::inotify_add_watch(fd_, p.c_str(), IN_OPEN), 0) << p << ": " << std::strerror(errno);
+}
+
+OpenCounter::~OpenCounter() {
+  if (fd_ >= 0)
+    ::close(fd_);
+}
+
+std::size_t OpenCounter::opens() {
+  std::size_t n = 0;
+  alignas(struct inotify_event) char buf[4096];
+  for (;;) {
+    ssize_t got = ::read(fd_, buf, sizeof buf);
+    if (got <= 0)
+      return n;
+    for (char *p = buf; p < buf + got; p += sizeof(struct inotify_event) + reinterpret_cast<struct inotify_event *>(p)->len)
+      n += (reinterpret_cast<struct inotify_event *>(p)->mask & IN_OPEN) != 0;
+  }
+}
 
 } // namespace hotlink::test

@@ -64,6 +64,22 @@ bool exists(const std::string &path);
 // Number of entries in a directory (0 if it does not exist).
 std::size_t count_entries(const std::string &dir);
 
+// Counts the opens of the files it watches (inotify IN_OPEN), from its
+// making: what a test asks to tell a file read from one only stat'ed.
+class OpenCounter {
+public:
+  explicit OpenCounter(const std::vector<std::string> &paths);
+  ~OpenCounter();
+  OpenCounter(const OpenCounter &) = delete;
+  OpenCounter &operator=(const OpenCounter &) = delete;
+  // The opens since the last call (inotify folds an open into the last
+  // one not yet read: call it after each step to count).
+  std::size_t opens();
+
+private:
+  int fd_ = -1;
+};
+
 // Resident set size of this process, in KiB.
 long rss_kib();
 

@@ -1,5 +1,8 @@
 #include "hotlink/blake3.h"
 #include "base/text.h"
+#include "trust/recent_digests.h"
+
+#include <cstring>
 
 #include "blake3.h"
 
@@ -12,6 +15,23 @@ std::string blake3_hex(const void *data, std::size_t size) {
   std::uint8_t h[BLAKE3_OUT_LEN];
   blake3_hasher_finalize(&hasher, h, sizeof h);
   return base::hex(h, sizeof h);
+}
+
+std::string RecentDigests::blake3_hex(const void *data, std::size_t size) {
+  if (size > largest_)
+    return trust::blake3_hex(data, size);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto &[bytes, hex] : bytes_hex_)
+      if (bytes.size() == size && std::memcmp(bytes.data(), data, size) == 0)
+        return hex;
+  }
+  std::string hex = trust::blake3_hex(data, size);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (bytes_hex_.size() >= count_)
+    bytes_hex_.erase(bytes_hex_.begin());
+  bytes_hex_.emplace_back(std::string(static_cast<const char *>(data), size), hex);
+  return hex;
 }
 
 } // namespace hotlink::trust

@@ -91,7 +91,8 @@ public:
 private:
   // The private copy that load_private and load_verified make (internal).
   friend Expected<std::unique_ptr<Library>> load_copy(const std::vector<std::uint8_t> &, const std::string &,
-                                                      const LoadOptions &, const std::string *);
+                                                      const LoadOptions &, const std::string *,
+                                                      const std::string *);
   Library() = default;
   void *handle_ = nullptr;
   std::string copy_path_; // the private copy on disk

@@ -381,20 +381,33 @@ void damage(Damage d, const std::string &dir, const std::string &key, const std:
 
 // Through the service: the damaged entry is never loaded; the link is redone
 // and re-stored, and the next request is a hit again.
+// Two entries linked through `svc` (COFF ones, whose .def is a companion,
+// when the damage is to a companion): the one to damage, made from
+// kernel `tag`, and another of the same size (for ReplaceArtifact).
+struct TwoEntries {
+  LinkRequest req;
+  LinkResult first, other;
+};
+TwoEntries link_two(LinkService &svc, Damage d, int tag) {
+  bool coff = d == Damage::DeleteCompanion;
+  auto object = [&](int t) { return coff ? test::compile_c("x86_64-pc-windows-msvc", kernel_source(t)) : kernel(t); };
+  TwoEntries e{request(object(tag)), {}, {}};
+  LinkRequest other = request(object(tag + 1));
+  if (coff) {
+    e.req.target = other.target = "x86_64-pc-windows-msvc";
+    e.req.coff.def_output = test::temp_dir() + "/k.def";
+    other.coff.def_output = test::temp_dir() + "/o.def";
+  }
+  e.first = svc.link(e.req);
+  e.other = svc.link(other);
+  return e;
+}
+
 TEST_P(CacheCorruption, IsAMissThenRelinkedAndStored) {
   std::string dir = new_cache_dir();
   auto c = open_cache(dir);
   LinkService svc({.cache = c});
-  bool coff = GetParam() == Damage::DeleteCompanion;
-  Bytes obj = coff ? test::compile_c("x86_64-pc-windows-msvc", kernel_source(3)) : kernel(3);
-  Bytes other_obj = coff ? test::compile_c("x86_64-pc-windows-msvc", kernel_source(4)) : kernel(4);
-  LinkRequest req = request(obj), other = request(other_obj);
-  if (coff) {
-    req.target = other.target = "x86_64-pc-windows-msvc";
-    req.coff.def_output = test::temp_dir() + "/k.def"; // the .def is a companion
-    other.coff.def_output = test::temp_dir() + "/o.def";
-  }
-  LinkResult first = svc.link(req), o = svc.link(other);
+  auto [req, first, o] = link_two(svc, GetParam(), 3);
   ASSERT_TRUE(first.ok() && o.ok()) << (first.ok() ? o.error->to_string() : first.error->to_string());
   ASSERT_EQ(first.cache, CacheUse::Miss);
   ASSERT_EQ(first.artifact.size(), o.artifact.size()); // needed by ReplaceArtifact
@@ -420,6 +433,67 @@ TEST_P(CacheCorruption, IsAMissThenRelinkedAndStored) {
   EXPECT_EQ(hit.cache, CacheUse::Hit);
   EXPECT_EQ(hit.artifact, first.artifact);
   EXPECT_TRUE(c->verify().corrupt.empty());
+}
+
+// The same damages to an entry this Cache already read, verified and
+// knows (Cache::Impl::known: its files' identities had settled): each
+// changes an identity, so the entry is read and checked again, never
+// answered from what the Cache knew.
+TEST_P(CacheCorruption, IsSeenInAnEntryTheCacheAlreadyKnows) {
+  std::string dir = new_cache_dir();
+  auto c = open_cache(dir);
+  LinkService svc({.cache = c});
+  auto [req, first, o] = link_two(svc, GetParam(), 5);
+  ASSERT_TRUE(first.ok() && o.ok()) << (first.ok() ? o.error->to_string() : first.error->to_string());
+  ASSERT_EQ(first.artifact.size(), o.artifact.size());
+  std::this_thread::sleep_for(std::chrono::milliseconds(150)); // past base::kSettledNs
+  for (int i = 0; i < 3; ++i) // read and verified, then known
+    ASSERT_EQ(svc.link(req).cache, CacheUse::Hit);
+
+  damage(GetParam(), dir, first.cache_key, o.cache_key);
+
+  std::uint64_t corrupt_before = c->stats().corrupt;
+  LinkResult again = svc.link(req);
+  ASSERT_TRUE(again.ok()) << again.error->to_string();
+  EXPECT_EQ(again.cache, CacheUse::Miss) << "a damaged entry was served from what the cache knew";
+  EXPECT_EQ(again.artifact, first.artifact);
+  EXPECT_EQ(c->stats().corrupt - corrupt_before, GetParam() != Damage::DeleteManifest ? 1u : 0u);
+  EXPECT_EQ(svc.link(req).cache, CacheUse::Hit);
+}
+
+// What the Cache knows serves: once an entry's files were read and
+// verified with settled identities, a hit stats them and opens none; a
+// file changed in place, even with its size and mtime put back, is read
+// and checked again.
+TEST(CacheEntry, AKnownEntryIsAnsweredWithoutReadingItsFilesUntilOneChanges) {
+  std::string dir = new_cache_dir();
+  auto c = open_cache(dir);
+  Key k = Key::of_caller("known");
+  cache::Artifact a = artifact_of(random_bytes(5000, 3));
+  ASSERT_FALSE(c->store(k, a));
+  std::this_thread::sleep_for(std::chrono::milliseconds(150)); // past base::kSettledNs
+  ASSERT_TRUE(c->lookup(k).entry);
+  std::string art = entry_file(dir, k.hex(), ".a"), man = entry_file(dir, k.hex(), ".m");
+  test::OpenCounter opens({art, man});
+  for (int i = 0; i < 10; ++i) {
+    cache::Lookup l = c->lookup(k);
+    ASSERT_TRUE(l.entry);
+    EXPECT_EQ(l.entry->artifact.bytes, a.bytes);
+  }
+  EXPECT_EQ(opens.opens(), 0u) << "a known entry's files were read again";
+  EXPECT_EQ(c->stats().hits, 11u);
+
+  struct stat before;
+  ASSERT_EQ(::stat(art.c_str(), &before), 0);
+  Bytes b = test::read_file(art);
+  b[100] ^= 0x01;
+  test::write_file(art, b);
+  struct timespec times[2] = {before.st_atim, before.st_mtim};
+  ASSERT_EQ(::utimensat(AT_FDCWD, art.c_str(), times, 0), 0);
+  opens.opens();
+  EXPECT_FALSE(c->lookup(k).entry) << "a tampered artifact was answered from memory";
+  EXPECT_GT(opens.opens(), 0u);
+  EXPECT_EQ(c->stats().corrupt, 1u);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllDamages, CacheCorruption,

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
@@ -16,6 +17,7 @@
 #include <map>
 #include <mutex>
 #include <thread>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace hotlink::loader {
@@ -183,6 +185,49 @@ TEST(Load, TheSameBytesLoadedOverAndOverKeepOneCopyPerLibraryMappedAtOnce) {
   auto after = load_private(so, "k.so", o);
   ASSERT_TRUE(after.ok());
   EXPECT_NE(after.value()->path(), first);
+}
+
+// A copy this process compared once with the bytes it was to map, and
+// whose identity had settled, is checked again by that identity (a stat),
+// not read: a JIT's hits open the copy only to map it. Whatever changes it
+// on disk changes its identity (the ctime, even when the mtime is put
+// back), and then the bytes are compared again: a changed copy is never
+// mapped.
+TEST(Load, ACopyComparedOnceIsCheckedByItsIdentityAndAChangedOneIsNeverMapped) {
+  LoadOptions o;
+  o.keep_images = test::temp_dir() + "/kept";
+  Bytes so = kernel(5);
+  auto call = [](const Library &lib) { return reinterpret_cast<int (*)(int)>(lib.symbol("f"))(1); };
+  int want = call(*load_private(so, "k.so", o).value()); // writes the copy
+  std::string copy = load_private(so, "k.so", o).value()->path();
+  std::this_thread::sleep_for(std::chrono::milliseconds(150)); // past base::kSettledNs
+  ASSERT_EQ(load_private(so, "k.so", o).value()->path(), copy); // compared, its identity kept
+  test::OpenCounter opens({copy});
+  for (int i = 0; i < 20; ++i) {
+    auto again = load_private(so, "k.so", o);
+    ASSERT_TRUE(again.ok()) << again.error().to_string();
+    ASSERT_EQ(again.value()->path(), copy);
+    EXPECT_EQ(call(*again.value()), want);
+    // (Read at each load: inotify folds repeated events not yet read.)
+    EXPECT_EQ(opens.opens(), 1u) << "load " << i << " read the copy back, not only mapped it";
+  }
+
+  struct stat before;
+  ASSERT_EQ(::stat(copy.c_str(), &before), 0);
+  ASSERT_EQ(::chmod(copy.c_str(), 0700), 0);
+  {
+    int fd = ::open(copy.c_str(), O_WRONLY);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::pwrite(fd, "X", 1, static_cast<off_t>(so.size() - 1)), 1);
+    ::close(fd);
+  }
+  ASSERT_EQ(::chmod(copy.c_str(), 0500), 0);
+  struct timespec times[2] = {before.st_atim, before.st_mtim};
+  ASSERT_EQ(::utimensat(AT_FDCWD, copy.c_str(), times, 0), 0); // its size and mtime as they were
+  auto after = load_private(so, "k.so", o);
+  ASSERT_TRUE(after.ok()) << after.error().to_string();
+  EXPECT_NE(after.value()->path(), copy) << "a copy changed on disk was mapped";
+  EXPECT_EQ(call(*after.value()), want);
 }
 
 TEST(Load, AbiCheckAcceptsTheExpectedMetadataAndNamesTheFirstDifference) {
