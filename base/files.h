@@ -125,6 +125,12 @@ struct FileIdentity {
 // Following a symbolic link; exists is false when there is nothing there
 // or it cannot be read.
 FileIdentity identify_file(const std::string &path);
+// `path` made absolute against the working directory (POSIX: as it is when
+// it starts with '/'; Windows: GetFullPathNameW), or empty with errno set.
+// Not through std::filesystem, whose code a process that opens a cache
+// would otherwise fault in at start-up.
+std::string absolute_path(const std::string &path);
+
 // The file system's clock now, ns from the Unix epoch.
 std::int64_t file_clock_ns();
 

@@ -139,6 +139,21 @@ FileIdentity identify_file(const std::string &path) {
   return ::stat(path.c_str(), &st) == 0 ? identity_of(st) : FileIdentity{};
 }
 
+std::string absolute_path(const std::string &path) {
+  if (!path.empty() && path[0] == '/')
+    return path;
+  std::string cwd(4096, '\0');
+  while (!::getcwd(cwd.data(), cwd.size())) {
+    if (errno != ERANGE)
+      return {};
+    cwd.resize(cwd.size() * 2);
+  }
+  cwd.resize(std::strlen(cwd.c_str()));
+  if (path.empty() || path == ".")
+    return cwd;
+  return cwd + (cwd.back() == '/' ? "" : "/") + (path.compare(0, 2, "./") == 0 ? path.substr(2) : path);
+}
+
 std::int64_t file_clock_ns() {
   struct timespec now;
   ::clock_gettime(CLOCK_REALTIME_COARSE, &now); // the clock file times are set from

@@ -94,6 +94,19 @@ FileIdentity identify_file(const std::string &path) {
   return id;
 }
 
+std::string absolute_path(const std::string &path) {
+  std::wstring w = widen(path.empty() ? "." : path);
+  DWORD n = GetFullPathNameW(w.c_str(), 0, nullptr, nullptr);
+  if (n == 0) {
+    errno = errno_of_windows(GetLastError());
+    return {};
+  }
+  std::wstring full(n, L'\0');
+  n = GetFullPathNameW(w.c_str(), n, full.data(), nullptr);
+  full.resize(n);
+  return narrow(full);
+}
+
 std::int64_t file_clock_ns() {
   FILETIME now;
   GetSystemTimeAsFileTime(&now); // the clock file times are set from

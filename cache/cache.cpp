@@ -166,10 +166,9 @@ Expected<std::shared_ptr<Cache>> Cache::open(Config config) {
   if (config.dir.empty())
     return make_error(ErrorCode::BadRequest, "no cache directory given", {}, "--cache",
                       "name a directory for the cache");
-  std::error_code ec;
-  std::string abs = std::filesystem::absolute(std::filesystem::u8path(config.dir), ec).u8string();
-  if (ec)
-    return make_error(ErrorCode::CacheError, "cannot make the path absolute: " + ec.message(), config.dir);
+  std::string abs = base::absolute_path(config.dir);
+  if (abs.empty())
+    return make_error(ErrorCode::CacheError, "cannot make the path absolute: " + errno_text(errno), config.dir);
   while (abs.size() > 1 && (abs.back() == '/' || abs.back() == '\\') && abs[abs.size() - 2] != ':')
     abs.pop_back();
   config.dir = abs;
@@ -191,8 +190,8 @@ Expected<std::shared_ptr<Cache>> Cache::open(Config config) {
   // temporaries and partial entries of killed processes are collected,
   // even when no store ever exceeds a limit.
   base::FileIdentity pruned = base::identify_file(cache->config().dir + "/prune.lock");
-  auto now = std::chrono::system_clock::now().time_since_epoch();
-  if (!pruned.exists || now - std::chrono::nanoseconds(pruned.mtime_ns) > kAutoPruneInterval)
+  auto since = std::chrono::nanoseconds(base::file_clock_ns() - pruned.mtime_ns);
+  if (!pruned.exists || since > kAutoPruneInterval)
     cache->prune();
   return cache;
 }

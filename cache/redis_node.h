@@ -38,7 +38,7 @@ using Context = std::unique_ptr<redisContext, ContextFree>;
 // binary arguments passed beside the commands (an artifact's bytes, never
 // copied into a string).
 using Command = std::vector<std::string>;
-inline const std::string kBinary = "\x01" "BIN";
+inline constexpr const char *kBinary = "\x01" "BIN"; // constant: no initializer runs at start-up
 using BinaryArgs = std::vector<std::pair<const void *, std::size_t>>;
 
 struct NodeAddress {

@@ -264,11 +264,16 @@ Lookup Cache::Impl::find(const Key &k, bool touch, bool key_locked) {
     Entry e;
     bool refused = false;
     std::vector<base::FileIdentity> files;
+    bool read_before = false; // a process that reads an entry once keeps no copy of it
+    {
+      std::lock_guard<std::mutex> lock(known_mu);
+      read_before = known.count(k.hex()) != 0;
+    }
     std::string why = read_entry(k, fd, id, e, &refused, &files);
     if (why.empty()) {
       // Its last use, for the prune (to the minute).
       bool touched = touch && read_at - id.mtime_ns >= base::kLastUseGrainNs && fd.touch();
-      if (!touched && std::all_of(files.begin(), files.end(),
+      if (read_before && !touched && std::all_of(files.begin(), files.end(),
                                   [&](const base::FileIdentity &f) { return f.settled(read_at); })) {
         auto kn = std::make_shared<Known>();
         kn->statement = e.statement;

@@ -144,7 +144,8 @@ struct HOTLINK_HIDDEN Cache::Impl {
   // - the statement it accepted, with its fields: the same bytes decode to
   //   the same fields and pass the same trust set (fixed for the Cache), so
   //   a statement read again is not decoded and checked again;
-  // - when its files were read and verified while their identities were
+  // - when its files were read and verified again (a process that reads
+  //   an entry once keeps no copy of it) while their identities were
   //   settled (base::FileIdentity::holds_same_bytes), those identities and
   //   the entry: a lookup whose files show the same identities still (a
   //   stat each) is answered with it, not read and hashed again. A store,

@@ -24,7 +24,7 @@ namespace {
 
 using base::FileHandle;
 
-const std::string kPrefix = "hotlink-load-";
+constexpr std::string_view kPrefix = "hotlink-load-";
 // The store is walked at a process's first use only when no process has
 // pruned it for this long (as the artifact cache does): the walk reads
 // every image's size and time, and a store near its bound holds ~100,000
@@ -43,16 +43,26 @@ struct Seen {
   std::string blake3;
   base::FileIdentity identity;
 };
-std::map<std::string, Seen> g_mapped; // this process's mapped copies
-// Copies this process mapped and has unmapped since, by the process that
-// did (a forked child inherits the parent's, and may not reuse them: the
-// parent may map them again, and forwarding writes into a mapped copy).
-struct Released {
-  std::uint64_t process = 0;
-  Seen seen;
+// Made at the first load, not at start-up (a global map's constructor
+// would write its page in every process that links hotlink), and never
+// destroyed: loads and unloads happen during exit too.
+struct Copies {
+  std::map<std::string, Seen> mapped; // this process's mapped copies
+  // Copies this process mapped and has unmapped since, by the process
+  // that did (a forked child inherits the parent's, and may not reuse
+  // them: the parent may map them again, and forwarding writes into a
+  // mapped copy).
+  struct Released {
+    std::uint64_t process = 0;
+    Seen seen;
+  };
+  std::map<std::string, Released> released;
+  std::map<std::string, std::uint64_t> written_bytes; // per store, since its last prune
 };
-std::map<std::string, Released> g_released;
-std::map<std::string, std::uint64_t> g_written_bytes; // per store, since its last prune
+Copies &copies() {
+  static Copies *c = new Copies;
+  return *c;
+}
 
 // --- Directories ---------------------------------------------------------------------
 
@@ -119,7 +129,7 @@ void remove_abandoned(const std::string &dir, FileHandle &held) {
 // system calls of a load on a journaling file system.
 bool adopt_slot(const std::string &store, CopyDirectory &out, std::string &error) {
   for (int n = 0; n < kMaxSlots; ++n) {
-    std::string dir = join(store, kPrefix + std::to_string(n));
+    std::string dir = join(store, std::string(kPrefix) + std::to_string(n));
     int e = 0;
     if (FileHandle held = take_lock(dir, /*make=*/true, e)) {
       out.path = dir;
@@ -141,7 +151,7 @@ bool adopt_slot(const std::string &store, CopyDirectory &out, std::string &error
 bool make_process_dir(const std::string &base, CopyDirectory &out, std::string &error) {
   for (int attempt = 0; attempt < 100; ++attempt) {
     std::string suffix = base::unique_suffix(); // ".tmp-PID-RANDOM"
-    std::string dir = join(base, kPrefix + suffix.substr(5));
+    std::string dir = join(base, std::string(kPrefix) + suffix.substr(5));
     if (int e = base::make_directory(dir); e != 0) {
       if (e == EEXIST)
         continue;
@@ -240,7 +250,7 @@ void add(std::map<std::string, Image> &images, const std::string &id, const std:
   Image &im = images[id];
   im.size = whole ? e.size : im.size + e.size; // hard links: one inode's size
   im.mtime = std::max(im.mtime, e.mtime_ns);
-  im.mapped = im.mapped || protect || g_mapped.count(path);
+  im.mapped = im.mapped || protect || copies().mapped.count(path);
   im.names.push_back(path);
 }
 
@@ -366,10 +376,10 @@ void kept(const CopyDirectory &dir, const std::string &path, const std::vector<s
   if (written)
     host::index_copy(dir.store, path, bytes, build_id);
   std::lock_guard<std::mutex> lock(g_mu);
-  g_mapped[path] = {blake3, seen};
+  copies().mapped[path] = {blake3, seen};
   if (!written)
     return;
-  std::uint64_t &since = g_written_bytes[dir.store];
+  std::uint64_t &since = copies().written_bytes[dir.store];
   since += bytes.size();
   if (since > options.keep_max_bytes / 4) { // a quarter of the bound since the last look
     since = 0;
@@ -386,10 +396,10 @@ bool reuse(const CopyDirectory &dir, const std::string &path, const std::vector<
   base::FileIdentity known;
   {
     std::lock_guard<std::mutex> lock(g_mu);
-    if (g_mapped.count(path))
+    if (copies().mapped.count(path))
       return false; // mapped now: a second dlopen of it would be the same library
-    auto r = g_released.find(path);
-    released = r != g_released.end() && r->second.process == host::process_id();
+    auto r = copies().released.find(path);
+    released = r != copies().released.end() && r->second.process == host::process_id();
     if (released && !blake3.empty() && r->second.seen.blake3 == blake3)
       known = r->second.seen.identity;
   }
@@ -419,12 +429,12 @@ bool reuse(const CopyDirectory &dir, const std::string &path, const std::vector<
 
 void unmapped(const std::string &path) {
   std::lock_guard<std::mutex> lock(g_mu);
-  auto m = g_mapped.find(path);
-  Released &r = g_released[path];
+  auto m = copies().mapped.find(path);
+  Copies::Released &r = copies().released[path];
   r.process = host::process_id();
-  r.seen = m != g_mapped.end() ? m->second : Seen{};
-  if (m != g_mapped.end())
-    g_mapped.erase(m);
+  r.seen = m != copies().mapped.end() ? m->second : Seen{};
+  if (m != copies().mapped.end())
+    copies().mapped.erase(m);
 }
 
 } // namespace hotlink::loader::store
