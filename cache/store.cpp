@@ -1,6 +1,7 @@
 // The local store (store.h): paths, locks, reading, writing, scanning and
 // removing entries.
 #include "cache/store.h"
+#include "trust/recent_digests.h"
 
 namespace hotlink::cache {
 
@@ -220,7 +221,7 @@ std::string Cache::Impl::read_entry(const Key &k, const FileHandle &manifest, co
              std::to_string(id.size) + " bytes, manifest says " + std::to_string(size) + ")";
     if (!f.read_all(out, size))
       return std::string("cannot read the ") + (ext + 1) + " file";
-    if (trust::blake3_hex(out.data(), out.size()) != hash)
+    if (trust::artifact_blake3_hex(out.data(), out.size()) != hash)
       return std::string(ext + 1) + " file's BLAKE3 does not match the manifest";
     if (files)
       files->push_back(id);

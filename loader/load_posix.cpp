@@ -7,6 +7,7 @@
 #include "base/files.h"
 #include "loader/image_store.h"
 #include "loader/platform.h"
+#include "trust/recent_digests.h"
 
 #include "hotlink/symbols.h"
 
@@ -83,7 +84,7 @@ Expected<std::unique_ptr<Library>> load_copy(const std::vector<std::uint8_t> &by
                       "make /dev/shm or $TMPDIR writable, or set HOTLINK_TMPDIR");
   std::unique_ptr<Library> lib(new Library);
   lib->name_ = name;
-  std::string blake3 = known_blake3 ? *known_blake3 : image_blake3(bytes);
+  std::string blake3 = known_blake3 ? *known_blake3 : trust::artifact_blake3_hex(bytes.data(), bytes.size());
   std::string file = clean_file_name(options.file_name.empty() ? copy_file_name(name, options.version, blake3)
                                                      : options.file_name);
   // The name is taken when this process (or a forked child, which shares

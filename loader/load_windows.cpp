@@ -16,6 +16,7 @@
 #include "base/files.h"
 #include "loader/image_store.h"
 #include "loader/platform.h"
+#include "trust/recent_digests.h"
 
 #define WIN32_LEAN_AND_MEAN
 #include <windows.h>
@@ -82,7 +83,7 @@ Expected<std::unique_ptr<Library>> load_copy(const std::vector<std::uint8_t> &by
   // keeps its own, which its PDB matches. A directory whose DLL is another
   // copy gets .K before its extension (K = 2, 3, ...), unless that copy can
   // serve again (store::reuse).
-  std::string blake3 = known_blake3 ? *known_blake3 : image_blake3(bytes);
+  std::string blake3 = known_blake3 ? *known_blake3 : trust::artifact_blake3_hex(bytes.data(), bytes.size());
   std::string file = clean_file_name(options.file_name.empty() ? copy_file_name(name, options.version, blake3)
                                                                : options.file_name);
   std::string own = name.substr(name.find_last_of("\\/") + 1);

@@ -1,7 +1,6 @@
 #include "hotlink/load.h"
 #include "loader/halide_abi.h"
 #include "loader/platform.h"
-#include "trust/recent_digests.h"
 
 #include <cctype>
 #include <string>
@@ -21,11 +20,6 @@ std::pair<std::string, std::string> split_extension(const std::string &file) {
 std::string copy_file_name(const std::string &name, std::uint64_t version, const std::string &hash) {
   auto [stem, ext] = split_extension(name.substr(name.rfind('/') + 1));
   return stem + "." + (version ? "v" + std::to_string(version) + "." : std::string()) + hash.substr(0, 8) + ext;
-}
-
-std::string image_blake3(const std::vector<std::uint8_t> &bytes) {
-  static auto *recent = new trust::RecentDigests(8, 256 << 10); // never destroyed: loads happen during exit
-  return recent->blake3_hex(bytes.data(), bytes.size());
 }
 
 std::string clean_file_name(const std::string &s) {

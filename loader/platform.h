@@ -32,9 +32,5 @@ Expected<std::unique_ptr<Library>> load_copy(const std::vector<std::uint8_t> &by
                                              const LoadOptions &options, const std::string *build_id,
                                              const std::string *blake3);
 
-// The BLAKE3 (hex) of an image's bytes, from memory when the same bytes
-// were loaded lately (trust/recent_digests.h: the last 8 images of up to
-// 256 KB): a JIT's cache hits load the same artifact again and again.
-std::string image_blake3(const std::vector<std::uint8_t> &bytes);
 
 } // namespace hotlink::loader

@@ -34,4 +34,9 @@ std::string RecentDigests::blake3_hex(const void *data, std::size_t size) {
   return hex;
 }
 
+std::string artifact_blake3_hex(const void *data, std::size_t size) {
+  static auto *recent = new RecentDigests(8, 256 << 10); // never destroyed: loads happen during exit
+  return recent->blake3_hex(data, size);
+}
+
 } // namespace hotlink::trust

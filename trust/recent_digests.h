@@ -28,4 +28,10 @@ private:
   std::vector<std::pair<std::string, std::string>> bytes_hex_; // oldest first
 };
 
+// The BLAKE3 (hex) of an artifact's bytes, from the process's memory of
+// the last 8 artifacts of up to 256 KB: a hit's artifact is hashed by the
+// cache's read, the verified load and the private copy's name, and the
+// same bytes are hashed once.
+std::string artifact_blake3_hex(const void *data, std::size_t size);
+
 } // namespace hotlink::trust

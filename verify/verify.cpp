@@ -7,6 +7,7 @@
 #include "base/text.h"
 
 #include "trust/crypto.h"
+#include "trust/recent_digests.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -111,7 +112,7 @@ Expected<Verified> verify(const std::vector<std::uint8_t> &bytes, const std::str
   // before anything parses them.
   if (!options.sha256.empty() || !options.blake3.empty()) {
     bool sha = !options.sha256.empty();
-    std::string got = sha ? sha256_hex(bytes) : trust::blake3_hex(bytes);
+    std::string got = sha ? sha256_hex(bytes) : trust::artifact_blake3_hex(bytes.data(), bytes.size());
     std::string want = lower(sha ? options.sha256 : options.blake3);
     if (got != want)
       return make_error(ErrorCode::HashMismatch,
@@ -171,7 +172,7 @@ Expected<Verified> verify(const std::vector<std::uint8_t> &bytes, const std::str
   // against 2 for a small kernel's image), so an identity nobody asked for
   // by name is the BLAKE3.
   if (v.sha256.empty() && v.blake3.empty())
-    v.blake3 = trust::blake3_hex(bytes);
+    v.blake3 = trust::artifact_blake3_hex(bytes.data(), bytes.size());
   return v;
 }
 
