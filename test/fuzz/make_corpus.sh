@@ -4,14 +4,14 @@
 # eight targets (and a COFF /bigobj), archives, the artifacts hotlink links
 # from them, a signed statement, .def files and export-name lists.
 #   usage: make_corpus.sh OUT_DIR HOTLINK_CLI
-# Writes OUT_DIR/{fuzz_objects,fuzz_verify,fuzz_def,fuzz_writers,fuzz_code_object,fuzz_images,fuzz_glob}/.
+# Writes OUT_DIR/{fuzz_objects,fuzz_verify,fuzz_def,fuzz_writers,fuzz_code_object,fuzz_images,fuzz_glob,fuzz_manifest}/.
 set -euo pipefail
 mkdir -p "$1"
 out=$(cd "$1" && pwd)   # absolute: the script works in a scratch directory
 hotlink=$(cd "$(dirname "$2")" && pwd)/$(basename "$2")
 clang=${CLANG:-clang-22}
 ar=${LLVM_AR:-llvm-ar-22}
-mkdir -p "$out"/{fuzz_objects,fuzz_verify,fuzz_def,fuzz_writers,fuzz_code_object,fuzz_images,fuzz_glob}
+mkdir -p "$out"/{fuzz_objects,fuzz_verify,fuzz_def,fuzz_writers,fuzz_code_object,fuzz_images,fuzz_glob,fuzz_manifest}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"
@@ -127,6 +127,20 @@ $clang -O1 -o exe kernel.c -Wl,--defsym=main=f 2>/dev/null && cp exe "$out/fuzz_
 printf '_Z*Kernel?[0-9]\000_ZN6Kernel3runEv\000_ZN6Kernel1Ev\000k' > "$out/fuzz_glob/sets"
 printf '[!a-c]x[]]\\*{a,b}\000dx]*{a,b}\000ax]*{a,b}' > "$out/fuzz_glob/negation"
 printf '*[^_]*_argv\000f_argv\000_argv\000g__argv' > "$out/fuzz_glob/entries"
+
+# Manifests (fuzz_manifest: a statement's JSON line): one as hotlink writes
+# it, one with a companion, integral numbers written as floats, the older
+# build_ms, and what a reader must take as the last value or ignore:
+# repeated keys, unknown fields, nested values.
+h=0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
+printf '{"blake3":"%s","build_us":888,"created":1796687471,"exports":["f","f_argv"],"format":1,"hotlink_version":"0.1.0","key":"%s","linker_version":"Debian LLD 22.1.8","name":"k.so","size":2264,"target":"x86_64-pc-linux-gnu"}' \
+  $h $h > "$out/fuzz_manifest/written"
+printf '{"blake3":"%s","build_ms":4.25,"created":1.796687471e9,"def":{"blake3":"%s","size":31.0},"exports":["f"],"format":1.0,"hotlink_version":"0.1.0","key":"%s","linker_version":"","name":"k.dll","size":5120.0,"target":"x86_64-pc-windows-msvc"}' \
+  $h $h $h > "$out/fuzz_manifest/companion"
+printf '{"blake3":"%s","created":1,"exports":[],"format":1,"hotlink_version":"","implib":{"size":2},"key":"%s","linker_version":"","name":"k.dll","size":1,"target":"t"}' \
+  $h $h > "$out/fuzz_manifest/incomplete"
+printf '{"format":1,"exports":[1],"exports":["a"],"key":"k","name":"n","target":"t","size":1,"size":2,"blake3":"b","created":0,"hotlink_version":"v","linker_version":"l","extra":{"format":2,"exports":5},"pdb":[1],"build_us":-5,"build_ms":1e400}' \
+  > "$out/fuzz_manifest/repeated"
 
 # .def syntax beyond what hotlink writes.
 printf '\000LIBRARY "my lib.dll"\nEXPORTS\n  f @1 NONAME\n  g=internal_g PRIVATE\n  v DATA\n  h == h2\n' \

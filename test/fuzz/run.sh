@@ -54,7 +54,7 @@ run() {
 }
 
 status=0
-for pair in "fuzz_objects fuzz_verify" "fuzz_def fuzz_writers" "fuzz_code_object fuzz_images fuzz_glob"; do
+for pair in "fuzz_objects fuzz_verify" "fuzz_def fuzz_writers fuzz_manifest" "fuzz_code_object fuzz_images fuzz_glob"; do
   jobs=()
   for name in $pair; do
     run "$name" & jobs+=("$name:$!")
