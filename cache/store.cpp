@@ -144,9 +144,15 @@ std::string Cache::Impl::accept_manifest(const Key &k, const std::string &statem
 
 void Cache::Impl::remember(const Key &k, std::shared_ptr<const Known> entry) const {
   std::uint64_t bytes = 0;
-  if (!entry->files.empty())
-    for (const base::FileIdentity &f : entry->files)
-      bytes += f.size;
+  for (const base::FileIdentity &f : entry->files)
+    bytes += f.size;
+  if (bytes > kKnownBytes / 4) { // a large entry: its statement alone, not a copy of its files
+    auto statement_only = std::make_shared<Known>();
+    statement_only->statement = entry->statement;
+    statement_only->manifest = entry->manifest;
+    entry = std::move(statement_only);
+    bytes = 0;
+  }
   std::lock_guard<std::mutex> lock(known_mu);
   auto it = known.find(k.hex());
   if (it != known.end() && !it->second->files.empty())

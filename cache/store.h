@@ -140,7 +140,8 @@ struct HOTLINK_HIDDEN Cache::Impl {
   std::string accept_manifest(const Key &k, const std::string &statement, Manifest &m, bool *refused) const;
 
   // Entries this Cache read lately, by key (kKnownEntries, their files up
-  // to kKnownBytes in all):
+  // to kKnownBytes in all; of an entry larger than a quarter of that, its
+  // statement alone):
   // - the statement it accepted, with its fields: the same bytes decode to
   //   the same fields and pass the same trust set (fixed for the Cache), so
   //   a statement read again is not decoded and checked again;

@@ -498,6 +498,27 @@ TEST(CacheEntry, AKnownEntryIsAnsweredWithoutReadingItsFilesUntilOneChanges) {
   EXPECT_EQ(c->stats().corrupt, 1u);
 }
 
+// A Cache keeps no copy of an entry larger than a quarter of what it may
+// hold in memory (Cache::Impl::known): a 5 MB artifact is read from its
+// file at every hit, not held a second time in the process.
+TEST(CacheEntry, ALargeEntryIsReadAtEveryHitNotKeptInMemory) {
+  std::string dir = new_cache_dir();
+  auto c = open_cache(dir);
+  Key k = Key::of_caller("large");
+  cache::Artifact a = artifact_of(random_bytes(5 << 20, 4));
+  ASSERT_FALSE(c->store(k, a));
+  std::this_thread::sleep_for(std::chrono::milliseconds(150)); // past base::kSettledNs
+  for (int i = 0; i < 2; ++i)
+    ASSERT_TRUE(c->lookup(k).entry);
+  test::OpenCounter opens({entry_file(dir, k.hex(), ".a")});
+  for (int i = 0; i < 3; ++i) {
+    cache::Lookup l = c->lookup(k);
+    ASSERT_TRUE(l.entry);
+    EXPECT_EQ(l.entry->artifact.bytes.size(), a.bytes.size());
+    EXPECT_EQ(opens.opens(), 1u) << "hit " << i << " was answered from a copy in memory";
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllDamages, CacheCorruption,
                          ::testing::Values(Damage::FlipArtifactByte, Damage::TruncateArtifact,
                                            Damage::DeleteManifest, Damage::ReplaceArtifact,
