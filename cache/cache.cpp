@@ -254,19 +254,22 @@ std::optional<Error> Cache::store(const Key &key, const Artifact &artifact) {
   return std::nullopt;
 }
 
-Expected<Fetched> Cache::get_or_build(const Key &key, const Producer &produce) {
-  Impl &I = *impl_;
+namespace {
+
+Expected<Fetched> local_hit(Cache::Impl &I, Fetched &f, Entry &e) {
+  I.count_hit(e);
+  f.entry = std::move(e);
+  f.hit = true;
+  f.source = Fetched::Source::Local;
+  return std::move(f);
+}
+
+// A lookup that missed (`l`: why, when its entry was corrupt): one builder
+// per key, the remote tier, then `produce`. Apart from get_or_build, so
+// that a hit's stack frame holds none of this path's entries and errors.
+[[gnu::noinline]] Expected<Fetched> build_missing(Cache &cache, Cache::Impl &I, const Key &key,
+                                                  const Cache::Producer &produce, const Lookup &l) {
   Fetched f;
-  Lookup l = I.find(key, /*touch=*/true);
-  auto hit = [&](Entry &e) -> Expected<Fetched> {
-    I.count_hit(e);
-    f.entry = std::move(e);
-    f.hit = true;
-    f.source = Fetched::Source::Local;
-    return std::move(f);
-  };
-  if (l.entry)
-    return hit(*l.entry);
   auto note_corrupt = [&](const Lookup &x) {
     if (!x.corrupt.empty())
       f.warnings.push_back("cache entry " + key.hex() + " was corrupt or refused (" + x.corrupt +
@@ -291,7 +294,7 @@ Expected<Fetched> Cache::get_or_build(const Key &key, const Producer &produce) {
   if (locked) {
     Lookup again = I.find(key, /*touch=*/true, /*key_locked=*/true);
     if (again.entry)
-      return hit(*again.entry);
+      return local_hit(I, f, *again.entry);
     note_corrupt(again);
   }
   I.count(kMisses);
@@ -310,7 +313,7 @@ Expected<Fetched> Cache::get_or_build(const Key &key, const Producer &produce) {
     f.source = Fetched::Source::Remote;
     lock.reset();
     if (over)
-      prune();
+      cache.prune();
     return f;
   }
   auto t0 = std::chrono::steady_clock::now();
@@ -334,8 +337,19 @@ Expected<Fetched> Cache::get_or_build(const Key &key, const Producer &produce) {
   f.entry.artifact = std::move(produced.value());
   lock.reset();
   if (over)
-    prune();
+    cache.prune();
   return f;
+}
+
+} // namespace
+
+Expected<Fetched> Cache::get_or_build(const Key &key, const Producer &produce) {
+  Lookup l = impl_->find(key, /*touch=*/true);
+  if (l.entry) {
+    Fetched f;
+    return local_hit(*impl_, f, *l.entry);
+  }
+  return build_missing(*this, *impl_, key, produce, l);
 }
 
 PruneReport Cache::prune(const std::optional<Limits> &limits) {
