@@ -117,10 +117,15 @@ struct FileIdentity {
     return exists != o.exists || inode != o.inode || size != o.size || mtime_ns != o.mtime_ns;
   }
   bool settled(std::int64_t now_ns) const { return exists && ctime_ns != 0 && ctime_ns <= now_ns - kSettledNs; }
-  bool holds_same_bytes(const FileIdentity &then) const {
-    return exists && then.exists && device == then.device && inode == then.inode && size == then.size &&
-           mtime_ns == then.mtime_ns && ctime_ns == then.ctime_ns;
+  // The same file (not its bytes: one replaced by rename is another).
+  bool same_file(const FileIdentity &o) const {
+    return exists && o.exists && device == o.device && inode == o.inode;
   }
+  bool holds_same_bytes(const FileIdentity &then) const {
+    return same_file(then) && size == then.size && mtime_ns == then.mtime_ns && ctime_ns == then.ctime_ns;
+  }
+  // Its mtime, a last use, is recent enough not to be set again now.
+  bool used_lately(std::int64_t now_ns) const { return now_ns - mtime_ns < kLastUseGrainNs; }
 };
 // Following a symbolic link; exists is false when there is nothing there
 // or it cannot be read.

@@ -112,13 +112,24 @@ std::string Cache::Impl::check_signed(const std::string &text, Manifest &m, cons
   return {};
 }
 
+namespace {
+
+std::shared_ptr<const Cache::Impl::Known> statement_only(const std::string &statement, const Manifest &m) {
+  auto kn = std::make_shared<Cache::Impl::Known>();
+  kn->entry.statement = statement;
+  kn->entry.manifest = m;
+  return kn;
+}
+
+} // namespace
+
 std::string Cache::Impl::accept_manifest(const Key &k, const std::string &statement, Manifest &m,
                                          bool *refused) const {
   {
     std::lock_guard<std::mutex> lock(known_mu);
     auto it = known.find(k.hex());
-    if (it != known.end() && it->second->statement == statement) {
-      m = it->second->manifest;
+    if (it != known.end() && it->second->entry.statement == statement) {
+      m = it->second->entry.manifest;
       return {};
     }
   }
@@ -135,10 +146,7 @@ std::string Cache::Impl::accept_manifest(const Key &k, const std::string &statem
       return "its signature is refused: " + why;
     }
   }
-  auto statement_only = std::make_shared<Known>();
-  statement_only->statement = statement;
-  statement_only->manifest = m;
-  remember(k, std::move(statement_only));
+  remember(k, statement_only(statement, m));
   return {};
 }
 
@@ -147,10 +155,7 @@ void Cache::Impl::remember(const Key &k, std::shared_ptr<const Known> entry) con
   for (const base::FileIdentity &f : entry->files)
     bytes += f.size;
   if (bytes > kKnownBytes / 4) { // a large entry: its statement alone, not a copy of its files
-    auto statement_only = std::make_shared<Known>();
-    statement_only->statement = entry->statement;
-    statement_only->manifest = entry->manifest;
-    entry = std::move(statement_only);
+    entry = statement_only(entry->entry.statement, entry->entry.manifest);
     bytes = 0;
   }
   std::lock_guard<std::mutex> lock(known_mu);
@@ -189,14 +194,14 @@ std::optional<Entry> Cache::Impl::known_entry(const Key &k, bool touch) const {
       return std::nullopt;
     kn = it->second;
   }
-  std::vector<const char *> files = entry_files(kn->manifest);
+  std::vector<const char *> files = entry_files(kn->entry.manifest);
   if (files.size() != kn->files.size())
     return std::nullopt;
   for (std::size_t i = 0; i < files.size(); ++i) {
     base::FileIdentity now = base::identify_file(file(k, files[i]));
     if (!now.holds_same_bytes(kn->files[i]))
       return std::nullopt;
-    if (i == 0 && touch && base::file_clock_ns() - now.mtime_ns >= base::kLastUseGrainNs)
+    if (i == 0 && touch && !now.used_lately(base::file_clock_ns()))
       return std::nullopt; // its use is recorded where the entry is read
   }
   return kn->entry;
@@ -266,7 +271,7 @@ Lookup Cache::Impl::find(const Key &k, bool touch, bool key_locked) {
       return out;
     std::int64_t read_at = base::file_clock_ns();
     base::FileIdentity id = fd.identity(), at_path = base::identify_file(m);
-    if (!id.exists || !at_path.exists || at_path.device != id.device || at_path.inode != id.inode)
+    if (!at_path.same_file(id))
       continue; // removed or replaced while we waited: look again
     Entry e;
     bool refused = false;
@@ -279,15 +284,10 @@ Lookup Cache::Impl::find(const Key &k, bool touch, bool key_locked) {
     std::string why = read_entry(k, fd, id, e, &refused, &files);
     if (why.empty()) {
       // Its last use, for the prune (to the minute).
-      bool touched = touch && read_at - id.mtime_ns >= base::kLastUseGrainNs && fd.touch();
+      bool touched = touch && !id.used_lately(read_at) && fd.touch();
       if (read_before && !touched && std::all_of(files.begin(), files.end(),
                                   [&](const base::FileIdentity &f) { return f.settled(read_at); })) {
-        auto kn = std::make_shared<Known>();
-        kn->statement = e.statement;
-        kn->manifest = e.manifest;
-        kn->files = std::move(files);
-        kn->entry = e;
-        remember(k, std::move(kn));
+        remember(k, std::make_shared<Known>(Known{e, std::move(files)}));
       }
       out.entry = std::move(e);
       return out;

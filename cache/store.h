@@ -153,10 +153,9 @@ struct HOTLINK_HIDDEN Cache::Impl {
   //   a prune, a removal, a tamper or a touch changes an identity; the
   //   entry is then read and verified as on a first lookup.
   struct Known {
-    std::string statement;
-    Manifest manifest;
-    std::vector<base::FileIdentity> files; // empty: the statement alone is known
+    // With no files, its statement and manifest alone are set.
     Entry entry;
+    std::vector<base::FileIdentity> files;
   };
   mutable std::mutex known_mu;
   mutable std::map<std::string, std::shared_ptr<const Known>> known;

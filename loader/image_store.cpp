@@ -404,10 +404,11 @@ bool reuse(const CopyDirectory &dir, const std::string &path, const std::vector<
       known = r->second.seen.identity;
   }
   base::FileIdentity now;
+  FileHandle f;
   if (known.exists && (now = base::identify_file(path)).holds_same_bytes(known)) {
     seen = known;
   } else {
-    FileHandle f = FileHandle::open(path, FileHandle::Access::Read);
+    f = FileHandle::open(path, FileHandle::Access::Read);
     std::int64_t read_at = base::file_clock_ns();
     now = f.identity();
     std::vector<std::uint8_t> there;
@@ -420,10 +421,11 @@ bool reuse(const CopyDirectory &dir, const std::string &path, const std::vector<
   // Its time is its last use, to the prune; within a minute is close
   // enough (a JIT's hits would otherwise write it at each load). Setting
   // it changes the identity: the next reuse compares the bytes again.
-  if (base::file_clock_ns() - now.mtime_ns < base::kLastUseGrainNs)
+  if (now.used_lately(base::file_clock_ns()))
     return true;
   seen = {};
-  FileHandle f = FileHandle::open(path, FileHandle::Access::Read);
+  if (!f)
+    f = FileHandle::open(path, FileHandle::Access::Read);
   return f && f.touch();
 }
 
